@@ -1,0 +1,81 @@
+/* The caching allocator of one device: PyTorch's native semantics (pools,
+ * segments, best-fit split/merge, stream-safe reuse, GC, OOM retry chain)
+ * behind the driver interface of gpucache_driver.h. Thread-safe: one lock per
+ * device allocator. */
+#ifndef GPUCACHE_ALLOCATOR_H
+#define GPUCACHE_ALLOCATOR_H
+
+#include "gpucache_driver.h"
+#include "gpucache_stats.h"
+
+struct gpucache_config;
+struct gpucache_allocator;
+
+/* A new, empty allocator for `device`. `config` and `driver` must outlive it.
+ * Returns NULL only when host memory for the allocator itself is exhausted. */
+struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_config *config,
+                                                     const struct gpucache_driver *driver,
+                                                     int device);
+
+/* Returns every cached segment to the driver and frees the allocator.
+ * Blocks still allocated are returned too: the caller is done with them. */
+void gpucache_allocator_destroy(struct gpucache_allocator *allocator);
+
+/* Forgets every segment without calling the driver: used when the context
+ * that owned them is gone (the driver already freed the memory). */
+void gpucache_allocator_abandon(struct gpucache_allocator *allocator);
+
+/* Allocates `size` bytes for use on `stream`. Returns GPUCACHE_SUCCESS, or
+ * GPUCACHE_ERROR_OUT_OF_MEMORY after the whole retry chain; size 0 gives
+ * GPUCACHE_ERROR_INVALID_VALUE as cuMemAlloc does. */
+gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
+                                          gpucache_stream stream, uint64_t *address);
+
+/* How a block is freed. */
+enum gpucache_free_kind {
+    GPUCACHE_FREE_SYNCHRONOUS,   /* cuMemFree: pending until an epoch fence */
+    GPUCACHE_FREE_STREAM_ORDERED /* cuMemFreeAsync(ptr, stream) */
+};
+
+/* Frees a block this allocator handed out. Returns GPUCACHE_SUCCESS,
+ * GPUCACHE_ERROR_INVALID_VALUE for an interior pointer or a block already
+ * free, and GPUCACHE_ALLOCATOR_NOT_OURS when the address is not in any of
+ * this allocator's segments (the caller then asks the real driver). */
+#define GPUCACHE_ALLOCATOR_NOT_OURS (-1)
+gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
+                                        enum gpucache_free_kind kind, gpucache_stream stream);
+
+/* True when `address` lies inside a segment of this allocator. */
+bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address);
+
+/* The block that `address` starts, if live: its size as requested. */
+bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
+                                   size_t *requested_size);
+
+/* The program synchronized the device (or `stream`, when not 0 and not the
+ * legacy stream): every block whose free happened before is now reusable. */
+void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
+                                     gpucache_stream stream);
+
+/* A stream is about to be destroyed: blocks cached for it move to other
+ * streams once its work is done. */
+void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
+                                         gpucache_stream stream);
+
+/* Returns every wholly free, ready segment (and free expandable page) to the
+ * driver, as torch.cuda.empty_cache() does. */
+void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator);
+
+/* Bytes the cache holds free (reserved minus allocated), for cuMemGetInfo. */
+size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator);
+
+/* A consistent copy of the statistics. */
+void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
+                                  struct gpucache_stats *stats);
+
+/* Checks every structural invariant (blocks tile segments, no overlap, stats
+ * equal their recomputed values). Returns true when all hold; otherwise
+ * writes the first violation into `why`. For tests. */
+bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, size_t why_size);
+
+#endif
