@@ -53,6 +53,8 @@ struct config_parser {
     struct gpucache_config *config;
     struct gpucache_config_error *error;
     size_t entry_start; /* where the entry being parsed begins */
+    size_t previous_entry_start;
+    bool previous_entry_was_path; /* a ',' inside it would end it early */
     /* Where each key's entry was, for errors that only show once every key
      * has been read (max_split_size_mb against large_segment_size_mb). */
     size_t key_entry_start[GPUCACHE_KEY_COUNT];

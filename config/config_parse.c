@@ -178,6 +178,14 @@ static int parse_entry(struct config_parser *parser)
 
     const struct config_key_descriptor *key =
         token->truncated ? NULL : config_find_key(token->word);
+    if (key == NULL && parser->previous_entry_was_path &&
+        config_next(parser) != TOKEN_COLON) {
+        /* "report:/tmp/a,b.json": the ',' ended the path. */
+        return config_fail_span(parser, parser->previous_entry_start,
+                                config_entry_end(parser->text, start),
+                                "',' in a path",
+                                "a path without , : [ or ], which separate the configuration");
+    }
     if (key == NULL) {
         char keys[768];
         append_key_list(keys, sizeof keys);
@@ -194,6 +202,8 @@ static int parse_entry(struct config_parser *parser)
         return -1;
     parser->config->key_from_string[key->key] = true;
     parser->key_entry_start[key->key] = start;
+    parser->previous_entry_was_path = key->parse == config_parse_path;
+    parser->previous_entry_start = start;
     return 0;
 }
 
@@ -215,18 +225,16 @@ int gpucache_config_parse(const char *variable, const char *text,
     parser.error->message[0] = '\0';
     config_tokenizer_init(&parser.tokenizer, parser.text);
 
-    size_t previous_entry_start = 0;
     if (config_next(&parser) != TOKEN_END) {
         for (;;) {
             if (parser.token.kind != TOKEN_WORD)
-                return fail_empty_key(&parser, previous_entry_start);
+                return fail_empty_key(&parser, parser.previous_entry_start);
             if (parse_entry(&parser) != 0)
                 return -1;
             if (parser.token.kind == TOKEN_END)
                 break;
             if (parser.token.kind != TOKEN_COMMA)
                 return fail_after_value(&parser);
-            previous_entry_start = parser.entry_start;
             config_next(&parser);
         }
     }
