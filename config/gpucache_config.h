@@ -134,7 +134,7 @@ struct gpucache_config {
 /* A parse failure or a warning: the one line the library prints, without
  * the newline. Large enough for the longest "expected" list (every key). */
 struct gpucache_config_error {
-    char message[1024];
+    char message[1280];
 };
 
 /* Fills `config` with the defaults PyTorch uses when no variable is set. */

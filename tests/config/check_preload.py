@@ -3,7 +3,11 @@
 /bin/true: a bad string must stop it before main with exit status 2 and
 exactly one line on stderr; a good one must leave no trace.
 
-usage: check_preload.py LIBRARY"""
+With a second library, one that also counts heap allocations during the
+load, checks that loading a configuration does not allocate (skipped in
+sanitizer builds, whose runtime owns malloc).
+
+usage: check_preload.py LIBRARY [COUNTING_LIBRARY]"""
 import os
 import subprocess
 import sys
@@ -66,7 +70,27 @@ def main():
     expect(result.stderr == "gpucache: warning: PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF "
                             "are both set and differ; using PYTORCH_CUDA_ALLOC_CONF, as PyTorch "
                             "does\n", f"conflict warning: {result.stderr!r}")
+    if len(sys.argv) > 2:
+        check_no_allocation(os.path.abspath(sys.argv[2]))
     print("preload checks passed")
+
+
+def check_no_allocation(library):
+    if sanitizer_runtimes(library):
+        print("allocation check skipped: sanitizer runtime replaces malloc")
+        return
+    # A long string with every kind of value, and a warning line.
+    text = ("expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.6,"
+            "roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments_reserve:1.5G,"
+            "expandable_segments_reserve_by_class:[a:0.5],per_process_memory_fraction:0.5,"
+            "reuse:conservative,meminfo:raw,report:/tmp/r-%p.json,snapshot:/tmp/s,"
+            "snapshot_signal:SIGUSR1,backend:cudaMallocAsync")
+    for variables in ({"GPUCACHE_ALLOC_CONF": text}, {},
+                      {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                       "PYTORCH_ALLOC_CONF": "max_split_size_mb:64"}):
+        result = run(library, variables)
+        expect(result.returncode == 0 and "allocated" not in result.stderr,
+               f"{variables}: loading allocated or failed: {result.returncode} {result.stderr!r}")
 
 
 if __name__ == "__main__":
