@@ -1,6 +1,7 @@
 /* The effective configuration: parsed once from GPUCACHE_ALLOC_CONF (or
  * PyTorch's variables) when the library loads, immutable afterwards. Every
- * other module reads this struct and never the environment. */
+ * other module reads this struct and never the environment. The keys, their
+ * values and the errors are described in config/README.md. */
 #ifndef GPUCACHE_CONFIG_H
 #define GPUCACHE_CONFIG_H
 
