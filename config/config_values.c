@@ -88,12 +88,12 @@ static enum number_status parse_decimal(const char *word, double *value)
     }
     if (*c != '\0')
         return NUMBER_NOT_A_NUMBER;
+    if (negative)
+        return NUMBER_NEGATIVE;
     char *end = NULL;
-    double result = strtod_l(negative ? word + 1 : word, &end, config_c_locale());
+    double result = strtod_l(word, &end, config_c_locale());
     if (end == NULL || *end != '\0')
         return NUMBER_NOT_A_NUMBER;
-    if (negative && result != 0.0)
-        return NUMBER_NEGATIVE;
     if (!isfinite(result))
         return NUMBER_OVERFLOW;
     *value = result;

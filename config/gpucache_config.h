@@ -141,9 +141,11 @@ struct gpucache_config_error {
 /* Fills `config` with the defaults PyTorch uses when no variable is set. */
 void gpucache_config_defaults(struct gpucache_config *config);
 
-/* Parses `text` (the variable's value, named `variable` in messages) on top of
- * the defaults. Returns 0, or -1 with `error` holding the full one-line
- * message `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
+/* Parses `text` (the variable's value, named `variable` in messages; NULL
+ * means GPUCACHE_ALLOC_CONF) on top of the defaults, keeping `config`'s
+ * source_variable. Returns 0, or -1 with `config` untouched and `error`
+ * holding the full one-line message
+ * `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
 int gpucache_config_parse(const char *variable, const char *text,
                           struct gpucache_config *config,
                           struct gpucache_config_error *error);

@@ -138,6 +138,8 @@ Test(config, fractions_out_of_range)
     expect_rejected("garbage_collection_threshold:0x1p-1", "not a number in 'garbage_collection_threshold:0x1p-1' " GC_RANGE);
     expect_rejected("garbage_collection_threshold:0.5.5", "not a number in 'garbage_collection_threshold:0.5.5' " GC_RANGE);
     expect_rejected("garbage_collection_threshold:0,5", "number out of range in 'garbage_collection_threshold:0' " GC_RANGE);
+    expect_rejected("per_process_memory_fraction:-0", "number out of range in "
+                    "'per_process_memory_fraction:-0' (expected a number from 0.0 to 1.0)");
     expect_rejected("per_process_memory_fraction:1.5", "number out of range in "
                     "'per_process_memory_fraction:1.5' (expected a number from 0.0 to 1.0)");
 }
