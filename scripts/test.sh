@@ -35,8 +35,10 @@ TSAN_OPTIONS=halt_on_error=1 \
 echo "== fuzzing the configuration parser (clang, libFuzzer)"
 CC=clang setup build-fuzz -Dfuzzers=true -Dtests=false
 ninja -C build-fuzz config/fuzz_config_parser >/dev/null
+mkdir -p build-fuzz/corpus
+# New inputs go to the build folder so the seed corpus in the tree stays clean.
 build-fuzz/config/fuzz_config_parser -max_total_time="${GPUCACHE_FUZZ_SECONDS:-30}" \
-    -max_len=512 config/fuzz-corpus/ >fuzz-config.log 2>&1 \
+    -max_len=512 build-fuzz/corpus config/fuzz-corpus/ >fuzz-config.log 2>&1 \
     || { tail -40 fuzz-config.log; exit 1; }
 echo "fuzz: $(grep -c . fuzz-config.log) log lines, no crash"
 echo "all suites passed"
