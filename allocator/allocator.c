@@ -64,21 +64,6 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
         teardown(allocator, false);
 }
 
-void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence)
-{
-    int64_t start = monotonic_nanoseconds();
-    allocator->driver->fence_release(allocator->driver->context, fence);
-    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
-}
-
-bool driver_capture_active(struct gpucache_allocator *allocator)
-{
-    int64_t start = monotonic_nanoseconds();
-    bool active = allocator->driver->capture_active(allocator->driver->context, allocator->device);
-    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
-    return active;
-}
-
 static bool block_is_split(const struct block *block)
 {
     return block->prev != NULL || block->next != NULL;
@@ -139,19 +124,81 @@ static size_t merge_neighbour(struct gpucache_allocator *allocator, struct block
     return absorbed;
 }
 
+/* The usual free: a free neighbour of the same stream absorbs the block
+ * where it sits in the free tree (and takes the other free neighbour too),
+ * so that a hit's split and the free's merge cost no tree rebalancing. */
+static void merge_into_neighbour(struct gpucache_allocator *allocator, struct block *block,
+                                 struct block *survivor, struct block *other)
+{
+    int64_t split_blocks = -1;
+    int64_t split_bytes = -(int64_t)survivor->size;
+    uint64_t address = survivor == block->prev ? survivor->address : block->address;
+    uint64_t size = survivor->size + block->size;
+    if (survivor == block->prev) {
+        survivor->next = block->next;
+        if (block->next != NULL)
+            block->next->prev = survivor;
+    } else {
+        survivor->prev = block->prev;
+        if (block->prev != NULL)
+            block->prev->next = survivor;
+    }
+    if (block->free_tick > survivor->free_tick)
+        survivor->free_tick = block->free_tick;
+    block_store_give(allocator, block);
+    if (other != NULL) {
+        split_blocks -= 1;
+        split_bytes -= (int64_t)other->size;
+        free_pool_remove(allocator, other);
+        if (other == survivor->next) {
+            survivor->next = other->next;
+            if (other->next != NULL)
+                other->next->prev = survivor;
+        } else {
+            survivor->prev = other->prev;
+            if (other->prev != NULL)
+                other->prev->next = survivor;
+            address = other->address;
+        }
+        size += other->size;
+        if (other->stream == survivor->stream && other->free_tick > survivor->free_tick)
+            survivor->free_tick = other->free_tick;
+        block_store_give(allocator, other);
+    }
+    free_pool_resize(allocator, survivor, address, size);
+    if (block_is_split(survivor)) {
+        split_blocks += 1;
+        split_bytes += (int64_t)size;
+    }
+    change_inactive_split(allocator, survivor, split_blocks, split_bytes);
+}
+
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block)
 {
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_change(stats->active, block->pool, -1);
-    stat_array_change(stats->active_bytes, block->pool, -(int64_t)block->size);
-    stat_array_change(stats->requested_bytes, block->pool, -(int64_t)block->requested_size);
+    stat_array_decrease(stats->active, block->pool, 1);
+    stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
+    stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
     block->requested_size = 0;
 
+    struct block *prev = can_merge(allocator, block, block->prev) ? block->prev : NULL;
+    struct block *next = can_merge(allocator, block, block->next) ? block->next : NULL;
+    if (prev != NULL && prev->stream == block->stream) {
+        merge_into_neighbour(allocator, block, prev, next);
+        return;
+    }
+    if (next != NULL && next->stream == block->stream) {
+        merge_into_neighbour(allocator, block, next, prev);
+        return;
+    }
+
+    /* Neighbours of other streams (cleared ones) join this block instead,
+     * which keeps this block's stream. */
     int64_t split_blocks = 0;
     int64_t split_bytes = 0;
-    struct block *neighbours[2] = {block->prev, block->next};
+    struct block *neighbours[2] = {prev, next};
     for (int i = 0; i < 2; i++) {
-        if (!can_merge(allocator, block, neighbours[i]))
+        if (neighbours[i] == NULL)
             continue;
         split_blocks -= 1;
         split_bytes -= (int64_t)merge_neighbour(allocator, block, neighbours[i]);
@@ -219,8 +266,8 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
     }
 }
 
-/* Hands out the free block `block` (in no tree) for a request, splitting
- * off the rest when PyTorch would. */
+/* Hands out the free block `block` (still in its tree) for a request,
+ * splitting off the rest when PyTorch would. */
 static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struct block *block,
                                      size_t size, size_t rounded, gpucache_stream stream)
 {
@@ -243,16 +290,17 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
         if (front->prev != NULL)
             front->prev->next = front;
         remaining->prev = front;
-        remaining->address += rounded;
-        remaining->size -= rounded;
-        free_pool_insert(allocator, remaining);
+        free_pool_resize(allocator, remaining, remaining->address + rounded,
+                         remaining->size - rounded);
         if (already_split)
             change_inactive_split(allocator, remaining, 0, -(int64_t)rounded);
         else
             change_inactive_split(allocator, remaining, 1, (int64_t)remaining->size);
         block = front;
-    } else if (already_split) {
-        change_inactive_split(allocator, block, -1, -(int64_t)block->size);
+    } else {
+        free_pool_remove(allocator, block);
+        if (already_split)
+            change_inactive_split(allocator, block, -1, -(int64_t)block->size);
     }
 
     block->state = BLOCK_ALLOCATED;
@@ -262,26 +310,24 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     block_map_insert(&allocator->allocated, block->address, block);
 
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_change(stats->allocation, block->pool, 1);
-    stat_array_change(stats->allocated_bytes, block->pool, (int64_t)block->size);
-    stat_array_change(stats->active, block->pool, 1);
-    stat_array_change(stats->active_bytes, block->pool, (int64_t)block->size);
-    stat_array_change(stats->requested_bytes, block->pool, (int64_t)size);
+    stat_array_increase(stats->allocation, block->pool, 1);
+    stat_array_increase(stats->allocated_bytes, block->pool, (int64_t)block->size);
+    stat_array_increase(stats->active, block->pool, 1);
+    stat_array_increase(stats->active_bytes, block->pool, (int64_t)block->size);
+    stat_array_increase(stats->requested_bytes, block->pool, (int64_t)size);
     if (block->size >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
     return block->address;
 }
 
 /* A cached block for the request: this stream's own first, then one of
- * another stream that no GPU work can still be using. Removed from its tree. */
+ * another stream that no GPU work can still be using. */
 static struct block *take_cached_block(struct gpucache_allocator *allocator, enum pool_kind pool,
                                        gpucache_stream stream, size_t rounded)
 {
     struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
     if (block == NULL)
         block = free_pool_cross_stream_fit(allocator, pool, stream, rounded);
-    if (block != NULL)
-        free_pool_remove(allocator, block);
     return block;
 }
 
@@ -310,8 +356,10 @@ static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind poo
         return GROWTH_FAILED;
     }
     *result = segment_source_acquire(allocator, pool, stream, rounded, segment_size, out);
-    if (*result == GPUCACHE_SUCCESS)
+    if (*result == GPUCACHE_SUCCESS) {
+        free_pool_insert(allocator, *out);
         return GROWTH_DONE;
+    }
     return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
 }
 
@@ -385,9 +433,7 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
-        if (block != NULL)
-            free_pool_remove(allocator, block);
-        else
+        if (block == NULL)
             block = allocate_on_miss(allocator, pool, stream, rounded, &result);
         if (block != NULL) {
             /* A step of the chain may have failed before a later one succeeded. */
@@ -410,8 +456,8 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
         return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
     }
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_change(stats->allocation, block->pool, -1);
-    stat_array_change(stats->allocated_bytes, block->pool, -(int64_t)block->size);
+    stat_array_decrease(stats->allocation, block->pool, 1);
+    stat_array_decrease(stats->allocated_bytes, block->pool, (int64_t)block->size);
     if (block->size >= allocator->config->max_split_size)
         stat_decrease(&stats->oversize_allocations, 1);
 

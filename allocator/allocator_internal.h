@@ -150,13 +150,56 @@ struct gpucache_allocator {
     struct gpucache_stats stats;
 };
 
-/* Statistics (allocator_stats.c). */
-void stat_increase(struct gpucache_stat *stat, int64_t amount);
-void stat_decrease(struct gpucache_stat *stat, int64_t amount);
-void stat_change(struct gpucache_stat *stat, int64_t delta);
-/* Applies `delta` to the `all` slot and the slot of `pool`. */
-void stat_array_change(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
-                       enum pool_kind pool, int64_t delta);
+/* Statistics: PyTorch's Stat rules. Inline: they run several times on
+ * every cache hit. */
+static inline void stat_increase(struct gpucache_stat *stat, int64_t amount)
+{
+    stat->current += amount;
+    if (stat->current > stat->peak)
+        stat->peak = stat->current;
+    stat->allocated += amount;
+}
+
+static inline void stat_decrease(struct gpucache_stat *stat, int64_t amount)
+{
+    stat->current -= amount;
+    stat->freed += amount;
+}
+
+static inline void stat_change(struct gpucache_stat *stat, int64_t delta)
+{
+    if (delta > 0)
+        stat_increase(stat, delta);
+    else if (delta < 0)
+        stat_decrease(stat, -delta);
+}
+
+static inline enum gpucache_stat_type stat_type_of(enum pool_kind pool)
+{
+    return pool == POOL_SMALL ? GPUCACHE_STAT_SMALL_POOL : GPUCACHE_STAT_LARGE_POOL;
+}
+
+/* Applies an amount to the `all` slot and the slot of `pool`. */
+static inline void stat_array_increase(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                       enum pool_kind pool, int64_t amount)
+{
+    stat_increase(&array[GPUCACHE_STAT_ALL], amount);
+    stat_increase(&array[stat_type_of(pool)], amount);
+}
+
+static inline void stat_array_decrease(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                       enum pool_kind pool, int64_t amount)
+{
+    stat_decrease(&array[GPUCACHE_STAT_ALL], amount);
+    stat_decrease(&array[stat_type_of(pool)], amount);
+}
+
+static inline void stat_array_change(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                     enum pool_kind pool, int64_t delta)
+{
+    stat_change(&array[GPUCACHE_STAT_ALL], delta);
+    stat_change(&array[stat_type_of(pool)], delta);
+}
 
 /* Timed driver calls: every call goes through DRIVER_CALL so that
  * driver_nanoseconds is honest. */
@@ -179,6 +222,11 @@ void block_store_destroy(struct block_store *store);
 /* Free trees (free_pool.c). */
 void free_pool_insert(struct gpucache_allocator *allocator, struct block *block);
 void free_pool_remove(struct gpucache_allocator *allocator, struct block *block);
+/* Gives a free block in its tree a new extent (after a split or a merge).
+ * Its key is changed in place when its neighbours in the tree keep their
+ * order, which saves a removal and an insertion on the hot path. */
+void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
+                      uint64_t address, uint64_t size);
 /* The smallest acceptable free block of `pool` for (stream, size), lowest
  * address on ties, or NULL; max_split_size rules applied. Not removed. */
 struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,

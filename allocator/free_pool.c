@@ -27,6 +27,25 @@ void free_pool_insert(struct gpucache_allocator *allocator, struct block *block)
     RB_INSERT(free_tree, &pool->free_blocks, block);
 }
 
+void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
+                      uint64_t address, uint64_t size)
+{
+    struct pool *pool = &allocator->pools[block->pool];
+    struct block key = {.stream = block->stream, .size = size, .address = address};
+    bool grows = free_tree_compare(&key, block) > 0;
+    struct block *neighbour = grows ? RB_NEXT(free_tree, &pool->free_blocks, block)
+                                    : RB_PREV(free_tree, &pool->free_blocks, block);
+    bool order_kept = neighbour == NULL || (grows ? free_tree_compare(&key, neighbour) < 0
+                                                  : free_tree_compare(neighbour, &key) < 0);
+    if (!order_kept)
+        RB_REMOVE(free_tree, &pool->free_blocks, block);
+    block->address = address;
+    block->size = size;
+    if (!order_kept)
+        RB_INSERT(free_tree, &pool->free_blocks, block);
+    block->gc_count_base = pool->gc_clock;
+}
+
 void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
 {
     RB_REMOVE(free_tree, &allocator->pools[block->pool].free_blocks, block);
