@@ -363,14 +363,15 @@ static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind poo
     return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
 }
 
-/* Everything freed so far becomes reusable before the last retry: one
- * device synchronization covers every pending epoch and every stream. */
+/* Everything freed so far becomes reusable before the last retry: waits on
+ * the fences of every stream involved, and synchronizes the device only as
+ * the last resort when a fence cannot answer. */
 static void finish_outstanding_work(struct gpucache_allocator *allocator)
 {
     allocator->stats.num_sync_all_streams++;
     bool outstanding = allocator->stats.pending_blocks.current > 0 ||
                        allocator->tick > allocator->all_completed_tick;
-    if (outstanding)
+    if (outstanding && !epochs_wait_all(allocator))
         synchronize_device_for_reuse(allocator);
 }
 

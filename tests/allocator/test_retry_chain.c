@@ -204,3 +204,25 @@ Test(retry_chain, requests_above_the_hard_limit_fail_without_driver_calls)
     cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_DEVICE_ALLOC), 0);
     fixture_close(&f);
 }
+
+Test(retry_chain, before_failing_fences_are_waited_on_rather_than_the_device)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_open(&f, 100 * MiB);
+    accounting_driver_hold_fences(f.driver, true);
+    uint64_t a = alloc_on(&f, 30 * MiB, STREAM_A);
+    uint64_t b = alloc_on(&f, 30 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_B); /* pending on B's fence */
+    free_on(&f, b, STREAM_A); /* free on A, not yet cleared for other streams */
+    uint64_t address;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 60 * MiB, STREAM_C, &address),
+                 GPUCACHE_SUCCESS);
+    fixture_check(&f);
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_device_synchronizations, 0);
+    cr_assert_geq(stats.num_fence_waits, 2, "B's epoch and A's clearing fence were waited on");
+    cr_assert_eq(stats.num_alloc_retries, 1);
+    cr_assert_eq(stats.num_device_free, 2, "both blocks were released once known idle");
+    fixture_close(&f);
+}
