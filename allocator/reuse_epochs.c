@@ -202,6 +202,20 @@ void epochs_process_completed(struct gpucache_allocator *allocator)
         process_state(allocator, allocator->streams[i]);
 }
 
+/* Blocks the host until `epoch`'s fence completes, then frees its blocks
+ * and those of the older epochs of `state`. False when the wait failed. */
+static bool wait_for_epoch(struct gpucache_allocator *allocator, struct stream_state *state,
+                           struct epoch *epoch)
+{
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, fence_wait, epoch->fence);
+    allocator->stats.num_fence_waits++;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    complete_epochs_through(allocator, state, epoch);
+    return true;
+}
+
 static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool)
 {
     for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
@@ -228,15 +242,7 @@ bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind poo
             oldest = candidate;
         }
     }
-    if (oldest == NULL)
-        return false;
-    gpucache_result result;
-    DRIVER_CALL(allocator, result, fence_wait, oldest->fence);
-    allocator->stats.num_fence_waits++;
-    if (result != GPUCACHE_SUCCESS)
-        return false;
-    complete_epochs_through(allocator, owner, oldest);
-    return true;
+    return oldest != NULL && wait_for_epoch(allocator, owner, oldest);
 }
 
 static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state)
@@ -294,15 +300,7 @@ static bool stream_has_uncleared_blocks(struct gpucache_allocator *allocator,
  * False when the wait failed. */
 static bool wait_newest_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
 {
-    if (state->newest == NULL)
-        return true;
-    gpucache_result result;
-    DRIVER_CALL(allocator, result, fence_wait, state->newest->fence);
-    allocator->stats.num_fence_waits++;
-    if (result != GPUCACHE_SUCCESS)
-        return false;
-    complete_epochs_through(allocator, state, state->newest);
-    return true;
+    return state->newest == NULL || wait_for_epoch(allocator, state, state->newest);
 }
 
 bool epochs_wait_all(struct gpucache_allocator *allocator)
