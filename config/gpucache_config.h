@@ -1,6 +1,7 @@
 /* The effective configuration: parsed once from GPUCACHE_ALLOC_CONF (or
  * PyTorch's variables) when the library loads, immutable afterwards. Every
- * other module reads this struct and never the environment. */
+ * other module reads this struct and never the environment. The keys, their
+ * values and the errors are described in config/README.md. */
 #ifndef GPUCACHE_CONFIG_H
 #define GPUCACHE_CONFIG_H
 
@@ -131,17 +132,20 @@ struct gpucache_config {
     const char *source_variable;
 };
 
-/* A parse failure: the one line the library prints, without the newline. */
+/* A parse failure or a warning: the one line the library prints, without
+ * the newline. Large enough for the longest "expected" list (every key). */
 struct gpucache_config_error {
-    char message[768];
+    char message[1280];
 };
 
 /* Fills `config` with the defaults PyTorch uses when no variable is set. */
 void gpucache_config_defaults(struct gpucache_config *config);
 
-/* Parses `text` (the variable's value, named `variable` in messages) on top of
- * the defaults. Returns 0, or -1 with `error` holding the full one-line
- * message `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
+/* Parses `text` (the variable's value, named `variable` in messages; NULL
+ * means GPUCACHE_ALLOC_CONF) on top of the defaults, keeping `config`'s
+ * source_variable. Returns 0, or -1 with `config` untouched and `error`
+ * holding the full one-line message
+ * `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
 int gpucache_config_parse(const char *variable, const char *text,
                           struct gpucache_config *config,
                           struct gpucache_config_error *error);
@@ -172,8 +176,33 @@ bool gpucache_config_key_ignored(const struct gpucache_config *config,
                                  enum gpucache_config_key key);
 
 /* Writes the effective configuration as a JSON object into `out` (at most
- * `capacity` bytes, NUL-terminated). Returns the length it needed. */
+ * `capacity` bytes, NUL-terminated). Returns the length it needed. The object
+ * is {"variable": name or null, "keys": {"<key>": {"value": ..., "source":
+ * "string"|"default"}, ...}, "ignored": ["<key>", ...]}. */
 size_t gpucache_config_to_json(const struct gpucache_config *config,
                                char *out, size_t capacity);
+
+/* The library's load-time entry, called by the interposer's constructor:
+ * reads the environment, installs the result as the current configuration
+ * and returns 0. On a bad string it writes the one error line to stderr with
+ * write(2) and calls _exit(2); warnings are written as one line each. Does
+ * not allocate. */
+int gpucache_config_load_or_exit(void);
+
+/* A one-line warning naming the keys given in the string that have no effect
+ * because of another key (backend:cudaMallocAsync, passthrough:True). Returns
+ * true and fills `warning` when there is one. */
+bool gpucache_config_conflict_warning(const struct gpucache_config *config,
+                                      struct gpucache_config_error *warning);
+
+/* Expands an output path pattern: "%p" becomes `pid`, "%%" a single '%'.
+ * Writes at most `capacity` bytes (NUL-terminated) and returns the length it
+ * needed, as snprintf does. Patterns were validated by the parser. */
+size_t gpucache_config_expand_path(const char *pattern, long pid,
+                                   char *out, size_t capacity);
+
+/* The snapshot signal's name ("SIGUSR1") or its number for signals without
+ * one, written into `out`; "" when `signal_number` is 0. */
+void gpucache_config_signal_name(int signal_number, char *out, size_t capacity);
 
 #endif
