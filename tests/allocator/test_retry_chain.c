@@ -64,7 +64,7 @@ Test(retry_chain, oversize_blocks_are_released_before_the_full_retry)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 1 * GiB);
     uint64_t oversize = alloc(&f, 70 * MiB);
     uint64_t kept = alloc(&f, 5 * MiB);
@@ -85,7 +85,7 @@ Test(retry_chain, several_smaller_oversize_blocks_are_released_together)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 1 * GiB);
     uint64_t first = alloc(&f, 50 * MiB);
     uint64_t second = alloc(&f, 44 * MiB);
