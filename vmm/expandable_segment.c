@@ -78,11 +78,18 @@ gpucache_result gpucache_expandable_segment_destroy(struct gpucache_expandable_s
                                   segment->reserve_size);
     if (result != GPUCACHE_SUCCESS)
         return result;
+    gpucache_expandable_segment_abandon(segment);
+    return GPUCACHE_SUCCESS;
+}
+
+void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *segment)
+{
+    if (segment == NULL)
+        return;
     free(segment->mapped);
     free(segment->held);
     free(segment->handles);
     free(segment);
-    return GPUCACHE_SUCCESS;
 }
 
 /* Handles are stored only up to the highest page used, so a segment that

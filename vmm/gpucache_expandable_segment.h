@@ -97,6 +97,10 @@ gpucache_result gpucache_expandable_segment_create(const struct gpucache_driver 
  * error is returned; calling destroy again retries. NULL is a no-op. */
 gpucache_result gpucache_expandable_segment_destroy(struct gpucache_expandable_segment *segment);
 
+/* Frees the host memory of a segment without calling the driver: for when
+ * the context that owned its pages and addresses is already gone. */
+void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *segment);
+
 /* Backs every page touched by [offset, offset + length) with physical
  * memory and grants access. Either all those pages end up mapped, or (on a
  * failure) every page this call created is released again and the segment is
