@@ -26,8 +26,8 @@ static struct segment_picture picture(void)
     taken.mapped_pages = fixture_segment->stats.mapped_pages;
     taken.unreleased_pages = fixture_segment->stats.unreleased_pages;
     taken.physical_in_use = fixture_driver.physical_in_use;
-    taken.live_handles = accounting_driver_live_handles(&fixture_driver);
-    taken.live_mappings = accounting_driver_live_mappings(&fixture_driver);
+    taken.live_handles = vmm_test_driver_live_handles(&fixture_driver);
+    taken.live_mappings = vmm_test_driver_live_mappings(&fixture_driver);
     return taken;
 }
 
@@ -50,7 +50,7 @@ static void prepare_mixed_segment(void)
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 2 * FIXTURE_PAGE,
                                                  2 * FIXTURE_PAGE, NULL),
                  0);
-    accounting_driver_fail_call(&fixture_driver, ACCOUNTING_PAGE_RELEASE, 1,
+    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_PAGE_RELEASE, 1,
                                 GPUCACHE_ERROR_INVALID_VALUE);
     cr_assert_eq(gpucache_expandable_segment_unmap(fixture_segment, 3 * FIXTURE_PAGE,
                                                    FIXTURE_PAGE, NULL),
@@ -59,12 +59,12 @@ static void prepare_mixed_segment(void)
     cr_assert_not(gpucache_expandable_segment_page_mapped(fixture_segment, 3));
 }
 
-static void sweep_map_failures(enum accounting_operation operation, uint64_t calls_in_map)
+static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls_in_map)
 {
     prepare_mixed_segment();
     for (uint64_t nth = 1; nth <= calls_in_map; nth++) {
         struct segment_picture before = picture();
-        accounting_driver_fail_call(&fixture_driver, operation, nth,
+        vmm_test_driver_fail_call(&fixture_driver, operation, nth,
                                     GPUCACHE_ERROR_OUT_OF_MEMORY);
         size_t mapped = 99;
         cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, MiB,
@@ -72,7 +72,7 @@ static void sweep_map_failures(enum accounting_operation operation, uint64_t cal
                      GPUCACHE_ERROR_OUT_OF_MEMORY, "failure at call %llu",
                      (unsigned long long)nth);
         cr_expect_eq(mapped, 0);
-        accounting_driver_disarm(&fixture_driver);
+        vmm_test_driver_disarm(&fixture_driver);
         struct segment_picture after = picture();
         expect_same_picture(&before, &after, "after a failed map");
         expect_fixture_sound();
@@ -89,31 +89,31 @@ static void sweep_map_failures(enum accounting_operation operation, uint64_t cal
 
 Test(vmm_faults, page_create_fails_at_each_page)
 {
-    sweep_map_failures(ACCOUNTING_PAGE_CREATE, 3);
+    sweep_map_failures(VMM_TEST_PAGE_CREATE, 3);
 }
 
 Test(vmm_faults, page_map_fails_at_each_page)
 {
-    sweep_map_failures(ACCOUNTING_PAGE_MAP, 4);
+    sweep_map_failures(VMM_TEST_PAGE_MAP, 4);
 }
 
 Test(vmm_faults, set_access_fails_after_every_page_is_mapped)
 {
-    sweep_map_failures(ACCOUNTING_SET_ACCESS, 1);
+    sweep_map_failures(VMM_TEST_SET_ACCESS, 1);
 }
 
-static void sweep_unmap_failures(enum accounting_operation operation, uint64_t calls_in_unmap)
+static void sweep_unmap_failures(enum vmm_test_operation operation, uint64_t calls_in_unmap)
 {
     for (uint64_t nth = 1; nth <= calls_in_unmap; nth++) {
         cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, 4 * FIXTURE_PAGE, NULL),
                      0);
-        accounting_driver_fail_call(&fixture_driver, operation, nth,
+        vmm_test_driver_fail_call(&fixture_driver, operation, nth,
                                     GPUCACHE_ERROR_INVALID_VALUE);
         cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, 0, 4 * FIXTURE_PAGE,
                                                        NULL),
                      GPUCACHE_ERROR_INVALID_VALUE, "failure at call %llu",
                      (unsigned long long)nth);
-        accounting_driver_disarm(&fixture_driver);
+        vmm_test_driver_disarm(&fixture_driver);
         expect_fixture_sound();
         /* The retry finishes the job, including handles left unreleased. */
         size_t released = 0;
@@ -130,12 +130,12 @@ static void sweep_unmap_failures(enum accounting_operation operation, uint64_t c
 
 Test(vmm_faults, page_unmap_fails_at_each_page)
 {
-    sweep_unmap_failures(ACCOUNTING_PAGE_UNMAP, 4);
+    sweep_unmap_failures(VMM_TEST_PAGE_UNMAP, 4);
 }
 
 Test(vmm_faults, page_release_fails_at_each_page)
 {
-    sweep_unmap_failures(ACCOUNTING_PAGE_RELEASE, 4);
+    sweep_unmap_failures(VMM_TEST_PAGE_RELEASE, 4);
 }
 
 Test(vmm_faults, destroy_releases_held_handles)
@@ -147,13 +147,13 @@ Test(vmm_faults, destroy_releases_held_handles)
 Test(vmm_faults, reserve_failure_leaves_nothing)
 {
     struct gpucache_expandable_segment *segment = (void *)1;
-    accounting_driver_fail_call(&fixture_driver, ACCOUNTING_ADDRESS_RESERVE, 1,
+    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_ADDRESS_RESERVE, 1,
                                 GPUCACHE_ERROR_OUT_OF_MEMORY);
     cr_expect_eq(gpucache_expandable_segment_create(&fixture_driver.driver, 0, 0, FIXTURE_PAGE,
                                                     FIXTURE_PAGE, NULL, 0, &segment),
                  GPUCACHE_ERROR_OUT_OF_MEMORY);
     cr_expect_null(segment);
-    cr_expect_eq(accounting_driver_live_reservations(&fixture_driver), 1, "the fixture's only");
+    cr_expect_eq(vmm_test_driver_live_reservations(&fixture_driver), 1, "the fixture's only");
     cr_expect_eq(gpucache_expandable_segment_create(&fixture_driver.driver, 0, 0, FIXTURE_PAGE,
                                                     FIXTURE_PAGE + MiB, NULL, 0, &segment),
                  GPUCACHE_ERROR_INVALID_VALUE, "reservation not whole pages");

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "accounting_driver.h"
+#include "vmm_test_driver.h"
 #include "gpucache_config.h"
 #include "gpucache_expandable_segment.h"
 
@@ -80,28 +80,28 @@ Test(vmm_geometry, absolute_reserve_in_whole_pages)
 
 Test(vmm_geometry, geometry_asks_the_driver)
 {
-    struct accounting_driver accounting;
-    accounting_driver_init(&accounting, 8 * GiB, 4 * MiB);
+    struct vmm_test_driver test_driver;
+    vmm_test_driver_init(&test_driver, 8 * GiB, 4 * MiB);
     struct gpucache_config config = config_with_large_page(20 * MiB);
     config.expandable_segments_reserve =
         (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_FRACTION, .fraction = 0.5};
     size_t page = 0, reserve = 0;
-    cr_assert_eq(gpucache_expandable_geometry(&accounting.driver, &config, 0, false, &page,
+    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, false, &page,
                                               &reserve),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(page, 20 * MiB);
     cr_expect_eq(reserve, 205 * 20 * MiB); /* 4 GiB / 20 MiB = 204.8 -> 205 pages */
-    cr_assert_eq(gpucache_expandable_geometry(&accounting.driver, &config, 0, true, &page,
+    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, true, &page,
                                               &reserve),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(page, 4 * MiB, "the small page is rounded to the 4 MiB granularity");
     cr_expect_eq(reserve, 4 * GiB);
-    accounting_driver_fail_call(&accounting, ACCOUNTING_GRANULARITY, 1,
+    vmm_test_driver_fail_call(&test_driver, VMM_TEST_GRANULARITY, 1,
                                 GPUCACHE_ERROR_INVALID_VALUE);
-    cr_expect_eq(gpucache_expandable_geometry(&accounting.driver, &config, 0, true, &page,
+    cr_expect_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, true, &page,
                                               &reserve),
                  GPUCACHE_ERROR_INVALID_VALUE);
-    accounting_driver_fini(&accounting);
+    vmm_test_driver_fini(&test_driver);
 }
 
 Test(vmm_geometry, too_large_message_names_the_key)

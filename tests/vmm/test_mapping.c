@@ -7,12 +7,12 @@ TestSuite(vmm_mapping, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(vmm_mapping, create_reserves_whole_address_range)
 {
-    cr_expect_eq(accounting_driver_live_reservations(&fixture_driver), 1);
+    cr_expect_eq(vmm_test_driver_live_reservations(&fixture_driver), 1);
     cr_expect_eq(fixture_driver.reservations[0].size, FIXTURE_PAGES * FIXTURE_PAGE);
     cr_expect_eq(fixture_segment->base, fixture_driver.reservations[0].base);
     cr_expect_eq(fixture_segment->stream, 7);
     cr_expect_eq(fixture_segment->page_count, FIXTURE_PAGES);
-    cr_expect_eq(accounting_driver_live_handles(&fixture_driver), 0, "nothing mapped yet");
+    cr_expect_eq(vmm_test_driver_live_handles(&fixture_driver), 0, "nothing mapped yet");
 }
 
 Test(vmm_mapping, map_covers_every_touched_page)
@@ -26,8 +26,8 @@ Test(vmm_mapping, map_covers_every_touched_page)
     cr_expect(gpucache_expandable_segment_page_mapped(fixture_segment, 1));
     cr_expect_not(gpucache_expandable_segment_page_mapped(fixture_segment, 2));
     cr_expect_eq(fixture_driver.physical_in_use, 2 * FIXTURE_PAGE);
-    cr_expect_eq(fixture_driver.calls[ACCOUNTING_PAGE_CREATE], 2, "one handle per page");
-    cr_expect_eq(fixture_driver.calls[ACCOUNTING_SET_ACCESS], 1, "one grant for the new span");
+    cr_expect_eq(fixture_driver.calls[VMM_TEST_PAGE_CREATE], 2, "one handle per page");
+    cr_expect_eq(fixture_driver.calls[VMM_TEST_SET_ACCESS], 1, "one grant for the new span");
     expect_fixture_sound();
 }
 
@@ -35,12 +35,12 @@ Test(vmm_mapping, map_of_mapped_pages_does_nothing)
 {
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, FIXTURE_PAGE, NULL),
                  GPUCACHE_SUCCESS);
-    uint64_t calls = accounting_driver_total_calls(&fixture_driver);
+    uint64_t calls = vmm_test_driver_total_calls(&fixture_driver);
     size_t mapped = 99;
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 4 * MiB, 8 * MiB, &mapped),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(mapped, 0);
-    cr_expect_eq(accounting_driver_total_calls(&fixture_driver), calls, "no driver call");
+    cr_expect_eq(vmm_test_driver_total_calls(&fixture_driver), calls, "no driver call");
     cr_expect_eq(fixture_segment->stats.map_operations, 1);
 }
 
@@ -71,7 +71,7 @@ Test(vmm_mapping, map_outside_reservation_is_refused)
                  GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, end, 1, NULL),
                  GPUCACHE_ERROR_INVALID_VALUE);
-    cr_expect_eq(accounting_driver_total_calls(&fixture_driver), 1, "only the reservation");
+    cr_expect_eq(vmm_test_driver_total_calls(&fixture_driver), 1, "only the reservation");
     size_t mapped = 0;
     cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, 0, end, &mapped),
                  GPUCACHE_SUCCESS, "the whole reservation fits");
@@ -130,9 +130,9 @@ Test(vmm_mapping, remap_after_unmap_creates_fresh_pages)
 {
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, 2 * FIXTURE_PAGE, NULL), 0);
     cr_assert_eq(gpucache_expandable_segment_unmap(fixture_segment, 0, 2 * FIXTURE_PAGE, NULL), 0);
-    cr_expect_eq(accounting_driver_live_handles(&fixture_driver), 0);
+    cr_expect_eq(vmm_test_driver_live_handles(&fixture_driver), 0);
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, 2 * FIXTURE_PAGE, NULL), 0);
-    cr_expect_eq(fixture_driver.calls[ACCOUNTING_PAGE_CREATE], 4);
+    cr_expect_eq(fixture_driver.calls[VMM_TEST_PAGE_CREATE], 4);
     expect_fixture_sound();
 }
 
@@ -158,11 +158,11 @@ Test(vmm_mapping, destroy_gives_everything_back)
 Test(vmm_mapping, failed_destroy_can_be_retried)
 {
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, 2 * FIXTURE_PAGE, NULL), 0);
-    accounting_driver_fail_call(&fixture_driver, ACCOUNTING_ADDRESS_FREE, 1,
+    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_ADDRESS_FREE, 1,
                                 GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(gpucache_expandable_segment_destroy(fixture_segment),
                  GPUCACHE_ERROR_INVALID_VALUE);
-    cr_expect_eq(accounting_driver_live_handles(&fixture_driver), 0, "pages went back anyway");
+    cr_expect_eq(vmm_test_driver_live_handles(&fixture_driver), 0, "pages went back anyway");
     expect_fixture_sound();
     /* fixture_teardown retries the destroy. */
 }
@@ -176,11 +176,11 @@ Test(vmm_mapping, abandon_makes_no_driver_call)
     cr_assert_eq(gpucache_expandable_segment_map(segment, 0, FIXTURE_PAGE, NULL), 0);
     uint64_t base = segment->base;
     gpucache_page_handle handle = segment->handles[0];
-    uint64_t calls = accounting_driver_total_calls(&fixture_driver);
+    uint64_t calls = vmm_test_driver_total_calls(&fixture_driver);
     gpucache_expandable_segment_abandon(segment);
-    cr_expect_eq(accounting_driver_total_calls(&fixture_driver), calls);
-    cr_expect_eq(accounting_driver_live_reservations(&fixture_driver), 2);
-    cr_expect_eq(accounting_driver_live_handles(&fixture_driver), 1);
+    cr_expect_eq(vmm_test_driver_total_calls(&fixture_driver), calls);
+    cr_expect_eq(vmm_test_driver_live_reservations(&fixture_driver), 2);
+    cr_expect_eq(vmm_test_driver_live_handles(&fixture_driver), 1);
     /* In real life the context took these with it; here the test gives them
      * back so that the fixture's leak checks see only its own segment. */
     struct gpucache_driver *driver = &fixture_driver.driver;

@@ -1,22 +1,18 @@
-/* The accounting driver: every rule checked here is one a real CUDA driver
+/* The VMM test driver: every rule checked here is one a real CUDA driver
  * enforces (or one whose breach would leak memory on it). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "accounting_driver.h"
+#include "vmm_test_driver.h"
 
-struct gpucache_fence {
-    int unused;
-};
-
-static struct accounting_driver *from_context(void *context)
+static struct vmm_test_driver *from_context(void *context)
 {
     return context;
 }
 
-static void misuse(struct accounting_driver *driver, const char *format, ...)
+static void misuse(struct vmm_test_driver *driver, const char *format, ...)
 {
     if (driver->misuse_count++ == 0) {
         va_list arguments;
@@ -27,7 +23,7 @@ static void misuse(struct accounting_driver *driver, const char *format, ...)
 }
 
 /* Counts the call and says whether an armed failure fires on it. */
-static bool injected(struct accounting_driver *driver, enum accounting_operation operation,
+static bool injected(struct vmm_test_driver *driver, enum vmm_test_operation operation,
                      gpucache_result *result)
 {
     driver->calls[operation]++;
@@ -51,7 +47,7 @@ static void *grow(void *array, size_t count, size_t element_size)
     return grown;
 }
 
-static uint64_t take_addresses(struct accounting_driver *driver, size_t size)
+static uint64_t take_addresses(struct vmm_test_driver *driver, size_t size)
 {
     uint64_t address = driver->next_address;
     size_t aligned = (size + driver->granularity - 1) / driver->granularity * driver->granularity;
@@ -62,10 +58,10 @@ static uint64_t take_addresses(struct accounting_driver *driver, size_t size)
 
 static gpucache_result page_granularity(void *context, int device, size_t *granularity)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
     (void)device;
-    if (injected(driver, ACCOUNTING_GRANULARITY, &result))
+    if (injected(driver, VMM_TEST_GRANULARITY, &result))
         return result;
     *granularity = driver->granularity;
     return GPUCACHE_SUCCESS;
@@ -73,9 +69,9 @@ static gpucache_result page_granularity(void *context, int device, size_t *granu
 
 static gpucache_result address_reserve(void *context, int device, size_t size, uint64_t *address)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
-    if (injected(driver, ACCOUNTING_ADDRESS_RESERVE, &result))
+    if (injected(driver, VMM_TEST_ADDRESS_RESERVE, &result))
         return result;
     if (size == 0 || size % driver->granularity != 0) {
         misuse(driver, "address_reserve of %zu bytes, not a multiple of the granularity", size);
@@ -85,11 +81,11 @@ static gpucache_result address_reserve(void *context, int device, size_t size, u
         grow(driver->reservations, driver->reservation_count, sizeof *driver->reservations);
     *address = take_addresses(driver, size);
     driver->reservations[driver->reservation_count++] =
-        (struct accounting_reservation){*address, size, device, true};
+        (struct vmm_test_reservation){*address, size, device, true};
     return GPUCACHE_SUCCESS;
 }
 
-static bool mapping_overlaps(const struct accounting_mapping *mapping, uint64_t address,
+static bool mapping_overlaps(const struct vmm_test_mapping *mapping, uint64_t address,
                              size_t size)
 {
     return mapping->live && mapping->address < address + size &&
@@ -98,10 +94,10 @@ static bool mapping_overlaps(const struct accounting_mapping *mapping, uint64_t 
 
 static gpucache_result address_free(void *context, int device, uint64_t address, size_t size)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
     (void)device;
-    if (injected(driver, ACCOUNTING_ADDRESS_FREE, &result))
+    if (injected(driver, VMM_TEST_ADDRESS_FREE, &result))
         return result;
     for (size_t i = 0; i < driver->mapping_count; i++)
         if (mapping_overlaps(&driver->mappings[i], address, size)) {
@@ -110,7 +106,7 @@ static gpucache_result address_free(void *context, int device, uint64_t address,
             return GPUCACHE_ERROR_INVALID_VALUE;
         }
     for (size_t i = 0; i < driver->reservation_count; i++) {
-        struct accounting_reservation *reservation = &driver->reservations[i];
+        struct vmm_test_reservation *reservation = &driver->reservations[i];
         if (reservation->live && reservation->base == address && reservation->size == size) {
             reservation->live = false;
             return GPUCACHE_SUCCESS;
@@ -124,9 +120,9 @@ static gpucache_result address_free(void *context, int device, uint64_t address,
 static gpucache_result page_create(void *context, int device, size_t size,
                                    gpucache_page_handle *handle)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
-    if (injected(driver, ACCOUNTING_PAGE_CREATE, &result))
+    if (injected(driver, VMM_TEST_PAGE_CREATE, &result))
         return result;
     if (size == 0 || size % driver->granularity != 0) {
         misuse(driver, "page_create of %zu bytes, not a multiple of the granularity", size);
@@ -136,12 +132,12 @@ static gpucache_result page_create(void *context, int device, size_t size,
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     driver->physical_in_use += size;
     driver->handles = grow(driver->handles, driver->handle_count, sizeof *driver->handles);
-    driver->handles[driver->handle_count++] = (struct accounting_handle){size, device, 0, true};
+    driver->handles[driver->handle_count++] = (struct vmm_test_handle){size, device, 0, true};
     *handle = driver->handle_count;
     return GPUCACHE_SUCCESS;
 }
 
-static struct accounting_handle *find_handle(struct accounting_driver *driver,
+static struct vmm_test_handle *find_handle(struct vmm_test_driver *driver,
                                              gpucache_page_handle handle)
 {
     if (handle == 0 || handle > driver->handle_count)
@@ -150,7 +146,7 @@ static struct accounting_handle *find_handle(struct accounting_driver *driver,
 }
 
 /* CUDA frees a handle's memory once it is released and no longer mapped. */
-static void maybe_reclaim(struct accounting_driver *driver, struct accounting_handle *handle)
+static void maybe_reclaim(struct vmm_test_driver *driver, struct vmm_test_handle *handle)
 {
     if (!handle->live && handle->map_count == 0 && handle->size != 0) {
         driver->physical_in_use -= handle->size;
@@ -160,12 +156,12 @@ static void maybe_reclaim(struct accounting_driver *driver, struct accounting_ha
 
 static gpucache_result page_release(void *context, int device, gpucache_page_handle handle)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
     (void)device;
-    if (injected(driver, ACCOUNTING_PAGE_RELEASE, &result))
+    if (injected(driver, VMM_TEST_PAGE_RELEASE, &result))
         return result;
-    struct accounting_handle *record = find_handle(driver, handle);
+    struct vmm_test_handle *record = find_handle(driver, handle);
     if (record == NULL || !record->live) {
         misuse(driver, "page_release of handle %llu, not a live handle",
                (unsigned long long)handle);
@@ -176,11 +172,11 @@ static gpucache_result page_release(void *context, int device, gpucache_page_han
     return GPUCACHE_SUCCESS;
 }
 
-static bool inside_reservation(const struct accounting_driver *driver, uint64_t address,
+static bool inside_reservation(const struct vmm_test_driver *driver, uint64_t address,
                                size_t size)
 {
     for (size_t i = 0; i < driver->reservation_count; i++) {
-        const struct accounting_reservation *reservation = &driver->reservations[i];
+        const struct vmm_test_reservation *reservation = &driver->reservations[i];
         if (reservation->live && address >= reservation->base &&
             address + size <= reservation->base + reservation->size)
             return true;
@@ -191,12 +187,12 @@ static bool inside_reservation(const struct accounting_driver *driver, uint64_t 
 static gpucache_result page_map(void *context, int device, uint64_t address, size_t size,
                                 gpucache_page_handle handle)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
     (void)device;
-    if (injected(driver, ACCOUNTING_PAGE_MAP, &result))
+    if (injected(driver, VMM_TEST_PAGE_MAP, &result))
         return result;
-    struct accounting_handle *record = find_handle(driver, handle);
+    struct vmm_test_handle *record = find_handle(driver, handle);
     if (record == NULL || !record->live || record->size != size) {
         misuse(driver, "page_map of handle %llu: not live or not %zu bytes",
                (unsigned long long)handle, size);
@@ -215,23 +211,23 @@ static gpucache_result page_map(void *context, int device, uint64_t address, siz
         }
     driver->mappings = grow(driver->mappings, driver->mapping_count, sizeof *driver->mappings);
     driver->mappings[driver->mapping_count++] =
-        (struct accounting_mapping){address, size, handle, 0, true};
+        (struct vmm_test_mapping){address, size, handle, 0, true};
     record->map_count++;
     return GPUCACHE_SUCCESS;
 }
 
 static gpucache_result page_unmap(void *context, int device, uint64_t address, size_t size)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
     (void)device;
-    if (injected(driver, ACCOUNTING_PAGE_UNMAP, &result))
+    if (injected(driver, VMM_TEST_PAGE_UNMAP, &result))
         return result;
     for (size_t i = 0; i < driver->mapping_count; i++) {
-        struct accounting_mapping *mapping = &driver->mappings[i];
+        struct vmm_test_mapping *mapping = &driver->mappings[i];
         if (mapping->live && mapping->address == address && mapping->size == size) {
             mapping->live = false;
-            struct accounting_handle *record = find_handle(driver, mapping->handle);
+            struct vmm_test_handle *record = find_handle(driver, mapping->handle);
             record->map_count--;
             maybe_reclaim(driver, record);
             return GPUCACHE_SUCCESS;
@@ -242,7 +238,7 @@ static gpucache_result page_unmap(void *context, int device, uint64_t address, s
     return GPUCACHE_ERROR_INVALID_VALUE;
 }
 
-static struct accounting_mapping *mapping_at(const struct accounting_driver *driver,
+static struct vmm_test_mapping *mapping_at(const struct vmm_test_driver *driver,
                                              uint64_t address)
 {
     for (size_t i = 0; i < driver->mapping_count; i++)
@@ -254,16 +250,16 @@ static struct accounting_mapping *mapping_at(const struct accounting_driver *dri
 static gpucache_result set_access(void *context, int device, uint64_t address, size_t size,
                                   const int *peers, size_t peer_count)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     gpucache_result result;
-    if (injected(driver, ACCOUNTING_SET_ACCESS, &result))
+    if (injected(driver, VMM_TEST_SET_ACCESS, &result))
         return result;
     uint64_t devices = 1ull << device;
     for (size_t i = 0; i < peer_count; i++)
         devices |= 1ull << peers[i];
     /* CUDA requires the whole range to be mapped. */
     for (uint64_t at = address; at < address + size;) {
-        struct accounting_mapping *mapping = mapping_at(driver, at);
+        struct vmm_test_mapping *mapping = mapping_at(driver, at);
         if (mapping == NULL) {
             misuse(driver, "set_access over 0x%llx, which is not mapped",
                    (unsigned long long)at);
@@ -272,119 +268,24 @@ static gpucache_result set_access(void *context, int device, uint64_t address, s
         at = mapping->address + mapping->size;
     }
     for (uint64_t at = address; at < address + size;) {
-        struct accounting_mapping *mapping = mapping_at(driver, at);
+        struct vmm_test_mapping *mapping = mapping_at(driver, at);
         mapping->access_devices |= devices;
         at = mapping->address + mapping->size;
     }
     return GPUCACHE_SUCCESS;
 }
 
-static gpucache_result device_alloc(void *context, int device, size_t size, uint64_t *address)
-{
-    struct accounting_driver *driver = from_context(context);
-    gpucache_result result;
-    (void)device;
-    if (injected(driver, ACCOUNTING_DEVICE_ALLOC, &result))
-        return result;
-    if (driver->physical_in_use + size > driver->capacity)
-        return GPUCACHE_ERROR_OUT_OF_MEMORY;
-    driver->physical_in_use += size;
-    driver->allocations =
-        grow(driver->allocations, driver->allocation_count, sizeof *driver->allocations);
-    *address = take_addresses(driver, size);
-    driver->allocations[driver->allocation_count++] =
-        (struct accounting_allocation){*address, size, true};
-    return GPUCACHE_SUCCESS;
-}
-
-static gpucache_result device_free(void *context, int device, uint64_t address)
-{
-    struct accounting_driver *driver = from_context(context);
-    gpucache_result result;
-    (void)device;
-    if (injected(driver, ACCOUNTING_DEVICE_FREE, &result))
-        return result;
-    for (size_t i = 0; i < driver->allocation_count; i++) {
-        struct accounting_allocation *allocation = &driver->allocations[i];
-        if (allocation->live && allocation->address == address) {
-            allocation->live = false;
-            driver->physical_in_use -= allocation->size;
-            return GPUCACHE_SUCCESS;
-        }
-    }
-    misuse(driver, "device_free of 0x%llx: not a live allocation", (unsigned long long)address);
-    return GPUCACHE_ERROR_INVALID_VALUE;
-}
-
 static gpucache_result memory_info(void *context, int device, size_t *free_bytes,
                                    size_t *total_bytes)
 {
-    struct accounting_driver *driver = from_context(context);
+    struct vmm_test_driver *driver = from_context(context);
     (void)device;
     *free_bytes = driver->capacity - driver->physical_in_use;
     *total_bytes = driver->total_memory;
     return GPUCACHE_SUCCESS;
 }
 
-/* Work completes at once here, so every fence is already passed. */
-static gpucache_result new_fence(struct accounting_driver *driver, gpucache_fence **fence)
-{
-    *fence = calloc(1, sizeof **fence);
-    if (*fence == NULL)
-        return GPUCACHE_ERROR_OUT_OF_MEMORY;
-    driver->live_fences++;
-    return GPUCACHE_SUCCESS;
-}
-
-static gpucache_result fence_stream(void *context, int device, gpucache_stream stream,
-                                    gpucache_fence **fence)
-{
-    (void)device;
-    (void)stream;
-    return new_fence(from_context(context), fence);
-}
-
-static gpucache_result fence_all_streams(void *context, int device, gpucache_fence **fence)
-{
-    (void)device;
-    return new_fence(from_context(context), fence);
-}
-
-static gpucache_result fence_done(void *context, gpucache_fence *fence)
-{
-    (void)context;
-    (void)fence;
-    return GPUCACHE_SUCCESS;
-}
-
-static gpucache_result fence_stream_wait(void *context, gpucache_stream stream,
-                                         gpucache_fence *fence)
-{
-    (void)stream;
-    return fence_done(context, fence);
-}
-
-static void fence_release(void *context, gpucache_fence *fence)
-{
-    from_context(context)->live_fences--;
-    free(fence);
-}
-
-static gpucache_result synchronize_device(void *context, int device)
-{
-    (void)context;
-    (void)device;
-    return GPUCACHE_SUCCESS;
-}
-
-static bool capture_active(void *context, int device)
-{
-    (void)context;
-    (void)device;
-    return false;
-}
-
-void accounting_driver_init(struct accounting_driver *driver, size_t total_memory,
+void vmm_test_driver_init(struct vmm_test_driver *driver, size_t total_memory,
                             size_t granularity)
 {
     memset(driver, 0, sizeof *driver);
@@ -392,19 +293,10 @@ void accounting_driver_init(struct accounting_driver *driver, size_t total_memor
     driver->total_memory = total_memory;
     driver->capacity = total_memory;
     driver->next_address = 1ull << 40;
+    /* Only what vmm/ calls: the rest stays NULL so a stray call crashes. */
     driver->driver = (struct gpucache_driver){
         .context = driver,
-        .device_alloc = device_alloc,
-        .device_free = device_free,
         .memory_info = memory_info,
-        .fence_stream = fence_stream,
-        .fence_all_streams = fence_all_streams,
-        .fence_query = fence_done,
-        .fence_wait = fence_done,
-        .fence_stream_wait = fence_stream_wait,
-        .fence_release = fence_release,
-        .synchronize_device = synchronize_device,
-        .capture_active = capture_active,
         .page_granularity = page_granularity,
         .address_reserve = address_reserve,
         .address_free = address_free,
@@ -416,29 +308,28 @@ void accounting_driver_init(struct accounting_driver *driver, size_t total_memor
     };
 }
 
-void accounting_driver_fini(struct accounting_driver *driver)
+void vmm_test_driver_fini(struct vmm_test_driver *driver)
 {
     free(driver->reservations);
     free(driver->handles);
     free(driver->mappings);
-    free(driver->allocations);
     memset(driver, 0, sizeof *driver);
 }
 
-void accounting_driver_fail_call(struct accounting_driver *driver,
-                                 enum accounting_operation operation, uint64_t nth,
+void vmm_test_driver_fail_call(struct vmm_test_driver *driver,
+                                 enum vmm_test_operation operation, uint64_t nth,
                                  gpucache_result result)
 {
     driver->fail_countdown[operation] = nth;
     driver->fail_result[operation] = result;
 }
 
-void accounting_driver_disarm(struct accounting_driver *driver)
+void vmm_test_driver_disarm(struct vmm_test_driver *driver)
 {
     memset(driver->fail_countdown, 0, sizeof driver->fail_countdown);
 }
 
-size_t accounting_driver_live_handles(const struct accounting_driver *driver)
+size_t vmm_test_driver_live_handles(const struct vmm_test_driver *driver)
 {
     size_t count = 0;
     for (size_t i = 0; i < driver->handle_count; i++)
@@ -446,7 +337,7 @@ size_t accounting_driver_live_handles(const struct accounting_driver *driver)
     return count;
 }
 
-size_t accounting_driver_live_mappings(const struct accounting_driver *driver)
+size_t vmm_test_driver_live_mappings(const struct vmm_test_driver *driver)
 {
     size_t count = 0;
     for (size_t i = 0; i < driver->mapping_count; i++)
@@ -454,7 +345,7 @@ size_t accounting_driver_live_mappings(const struct accounting_driver *driver)
     return count;
 }
 
-size_t accounting_driver_live_reservations(const struct accounting_driver *driver)
+size_t vmm_test_driver_live_reservations(const struct vmm_test_driver *driver)
 {
     size_t count = 0;
     for (size_t i = 0; i < driver->reservation_count; i++)
@@ -462,31 +353,23 @@ size_t accounting_driver_live_reservations(const struct accounting_driver *drive
     return count;
 }
 
-size_t accounting_driver_live_allocations(const struct accounting_driver *driver)
-{
-    size_t count = 0;
-    for (size_t i = 0; i < driver->allocation_count; i++)
-        count += driver->allocations[i].live;
-    return count;
-}
-
-bool accounting_driver_accessible(const struct accounting_driver *driver, uint64_t address,
+bool vmm_test_driver_accessible(const struct vmm_test_driver *driver, uint64_t address,
                                   int device)
 {
-    const struct accounting_mapping *mapping = mapping_at(driver, address);
+    const struct vmm_test_mapping *mapping = mapping_at(driver, address);
     return mapping != NULL && (mapping->access_devices >> device & 1) != 0;
 }
 
-bool accounting_driver_mapped(const struct accounting_driver *driver, uint64_t address)
+bool vmm_test_driver_mapped(const struct vmm_test_driver *driver, uint64_t address)
 {
     return mapping_at(driver, address) != NULL;
 }
 
-uint64_t accounting_driver_total_calls(const struct accounting_driver *driver)
+uint64_t vmm_test_driver_total_calls(const struct vmm_test_driver *driver)
 {
     uint64_t total = 0;
-    for (int i = 0; i < ACCOUNTING_OPERATION_COUNT; i++)
-        if (i != ACCOUNTING_GRANULARITY)
+    for (int i = 0; i < VMM_TEST_OPERATION_COUNT; i++)
+        if (i != VMM_TEST_GRANULARITY)
             total += driver->calls[i];
     return total;
 }
