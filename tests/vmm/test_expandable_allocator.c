@@ -1,0 +1,331 @@
+/* Expandable segments through the allocator's public API, on the
+ * accounting driver: DESIGN.md §6 examples 2-5, unmapping, the OOM retry
+ * chain, the reservation limit, max_split_size and inactive-split stats. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "accounting_driver.h"
+#include "gpucache_allocator.h"
+#include "gpucache_config.h"
+
+#define MiB ((size_t)1 << 20)
+
+static struct accounting_driver *device;
+static struct gpucache_config config;
+static struct gpucache_allocator *allocator;
+
+static void prepare(void)
+{
+    device = accounting_driver_create((uint64_t)1 << 30, 2 * MiB);
+    cr_assert_not_null(device);
+    gpucache_config_defaults(&config);
+    config.expandable_segments = true;
+}
+
+/* After the test has adjusted `config`. */
+static void start(void)
+{
+    allocator = gpucache_allocator_create(&config, accounting_driver_interface(device), 0);
+    cr_assert_not_null(allocator);
+}
+
+static void expect_consistent(void)
+{
+    char why[256];
+    cr_expect(gpucache_allocator_check(allocator, why, sizeof why), "%s", why);
+}
+
+static void finish(void)
+{
+    if (allocator != NULL) {
+        expect_consistent();
+        gpucache_allocator_destroy(allocator);
+        allocator = NULL;
+    }
+    /* Physical pages count as used from creation to release. */
+    cr_expect_eq(accounting_driver_used_bytes(device), 0, "device memory or a handle leaked");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE),
+                 accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), "reservation leaked");
+    cr_expect_eq(accounting_driver_live_fences(device), 0);
+    accounting_driver_destroy(device);
+}
+
+TestSuite(vmm_allocator, .init = prepare, .fini = finish);
+
+static uint64_t allocate_on(size_t size, gpucache_stream stream)
+{
+    uint64_t address = 0;
+    cr_assert_eq(gpucache_allocator_malloc(allocator, size, stream, &address), GPUCACHE_SUCCESS,
+                 "allocating %zu bytes", size);
+    return address;
+}
+
+static uint64_t allocate(size_t size)
+{
+    return allocate_on(size, 0);
+}
+
+static void release(uint64_t address)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_SUCCESS);
+}
+
+/* A stream-ordered free on the block's own stream: reusable there at once. */
+static void release_now(uint64_t address)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 0),
+                 GPUCACHE_SUCCESS);
+}
+
+static struct gpucache_stats stats(void)
+{
+    struct gpucache_stats taken;
+    gpucache_allocator_get_stats(allocator, &taken);
+    return taken;
+}
+
+static int64_t reserved(void)
+{
+    return stats().reserved_bytes[GPUCACHE_STAT_ALL].current;
+}
+
+static unsigned long pages_created(void)
+{
+    return accounting_driver_calls(device, ACCOUNTING_PAGE_CREATE);
+}
+
+Test(vmm_allocator, example2_second_page_is_adjacent_and_free_space_merges)
+{
+    start();
+    uint64_t first = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 20 * MiB, "one 20 MiB page: [16 used | 4 free]");
+    uint64_t second = allocate(16 * MiB);
+    cr_expect_eq(second, first + 16 * MiB, "the second page is adjacent to the first");
+    cr_expect_eq(reserved(), 40 * MiB);
+    cr_expect_eq(pages_created(), 2);
+    /* The free 4 + 20 merged: [16 | 16 | 8 free] serves 8 MiB in place. */
+    uint64_t third = allocate(8 * MiB);
+    cr_expect_eq(third, second + 16 * MiB);
+    cr_expect_eq(reserved(), 40 * MiB);
+    cr_expect_eq(pages_created(), 2);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example3_larger_blocks_reuse_the_pages_of_smaller_ones)
+{
+    start();
+    uint64_t blocks[8];
+    for (int i = 0; i < 8; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 140 * MiB, "128 MiB in 7 pages of 20 MiB");
+    unsigned long created = pages_created();
+    for (int i = 0; i < 8; i++)
+        release(blocks[i]);
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(32 * MiB);
+    cr_expect_eq(pages_created(), created, "no new physical pages");
+    cr_expect_eq(reserved(), 140 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example4_growth_lands_at_the_end_of_the_segment)
+{
+    start();
+    uint64_t blocks[4];
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 80 * MiB);
+    release(blocks[0]);
+    release(blocks[2]);
+    uint64_t grown = allocate(32 * MiB);
+    cr_expect_eq(grown, blocks[3] + 16 * MiB, "after the last block, over the free tail");
+    cr_expect_eq(reserved(), 100 * MiB, "one new page at the end");
+    cr_expect_eq(pages_created(), 5);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example5_growing_a_freed_block_keeps_its_pointer)
+{
+    start();
+    uint64_t first = allocate(40 * MiB);
+    release(first);
+    uint64_t second = allocate(60 * MiB);
+    cr_expect_eq(second, first, "same pointer");
+    cr_expect_eq(reserved(), 60 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, empty_cache_returns_pages_and_the_reservation)
+{
+    start();
+    uint64_t blocks[8];
+    for (int i = 0; i < 8; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 140 * MiB);
+    for (int i = 0; i < 8; i++)
+        release(blocks[i]);
+    /* The program synchronizes, as before torch.cuda.empty_cache(). */
+    gpucache_allocator_synchronized(allocator, true, 0);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 0);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0, "the device got its memory back");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_RELEASE), 7);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), 1,
+                 "a segment with no page left gives its address range back");
+    expect_consistent();
+    allocate(16 * MiB);
+    cr_expect_eq(reserved(), 20 * MiB, "a fresh segment afterwards");
+}
+
+Test(vmm_allocator, only_wholly_free_pages_are_unmapped)
+{
+    start();
+    uint64_t blocks[5];
+    for (int i = 0; i < 5; i++)
+        blocks[i] = allocate(20 * MiB);
+    release_now(blocks[1]);
+    release_now(blocks[2]);
+    uint64_t partial = allocate(30 * MiB); /* pages 1 and half of 2 */
+    cr_expect_eq(partial, blocks[1]);
+    release_now(blocks[3]); /* [50, 60) of page 2 free, page 3 free */
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 80 * MiB, "only page 3 was wholly free");
+    cr_expect_eq(accounting_driver_used_bytes(device), 80 * MiB);
+    expect_consistent();
+    /* The hole is mapped again when a request needs it. */
+    uint64_t again = allocate(25 * MiB);
+    cr_expect_eq(again, blocks[1] + 30 * MiB, "the lowest run: the free half page and the hole");
+    cr_expect_eq(reserved(), 100 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, oom_retry_unmaps_free_pages_then_succeeds)
+{
+    accounting_driver_destroy(device);
+    device = accounting_driver_create(100 * MiB, 2 * MiB);
+    start();
+    uint64_t blocks[5];
+    for (int i = 0; i < 5; i++)
+        blocks[i] = allocate(20 * MiB);
+    release(blocks[1]);
+    release(blocks[3]);
+    /* No run of 40 MiB exists and the device is full: only unmapping the
+     * two free pages makes room for a new segment. */
+    uint64_t address = 0;
+    cr_assert_eq(gpucache_allocator_malloc(allocator, 40 * MiB, 0, &address), GPUCACHE_SUCCESS);
+    struct gpucache_stats taken = stats();
+    cr_expect_eq(taken.num_alloc_retries, 1);
+    cr_expect_eq(taken.num_ooms, 0);
+    cr_expect_eq(taken.reserved_bytes[GPUCACHE_STAT_ALL].current, 100 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 100 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, failed_map_in_the_middle_leaves_nothing_behind)
+{
+    start();
+    allocate(16 * MiB);
+    /* 100 MiB more needs pages 1-5: the third page_map fails, and so does
+     * the first of the retry after the cache was released. */
+    unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
+    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 3, 2,
+                                GPUCACHE_ERROR_OUT_OF_MEMORY);
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 4);
+    cr_expect_eq(stats().num_ooms, 1);
+    cr_expect_eq(reserved(), 20 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 20 * MiB, "no page of the failed map stays");
+    expect_consistent();
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS);
+    cr_expect_eq(reserved(), 120 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, streams_grow_their_own_segments)
+{
+    start();
+    uint64_t on_first = allocate_on(16 * MiB, 1);
+    uint64_t on_second = allocate_on(16 * MiB, 2);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 2);
+    cr_expect(on_second >= on_first + 20 * MiB || on_first >= on_second + 20 * MiB);
+    uint64_t more_first = allocate_on(4 * MiB, 1);
+    cr_expect_eq(more_first, on_first + 16 * MiB, "stream 1 grows in its own segment");
+    cr_expect_eq(reserved(), 40 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, request_larger_than_the_reservation_names_the_key,
+     .init = cr_redirect_stderr)
+{
+    config.expandable_segments_reserve =
+        (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_BYTES, .bytes = 100 * MiB};
+    start();
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 200 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(stats().num_ooms, 1);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 0);
+    fflush(stderr);
+    char line[512] = "";
+    FILE *captured = cr_get_redirected_stderr();
+    cr_assert_not_null(fgets(line, sizeof line, captured));
+    cr_expect(strstr(line, "expandable_segments_reserve") != NULL, "%s", line);
+    cr_expect(strstr(line, "200.00 MiB") != NULL, "%s", line);
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS,
+                 "a request of the whole reservation fits");
+}
+
+Test(vmm_allocator, max_split_size_neither_asserts_nor_grows)
+{
+    config.max_split_size = 40 * MiB;
+    start();
+    uint64_t big = allocate(100 * MiB);
+    /* Keeps unmapped space away from the big block, so that only reusing
+     * it (not growing over it) can serve the small requests. */
+    uint64_t guard = allocate(20 * MiB);
+    cr_expect_eq(guard, big + 100 * MiB);
+    release(big);
+    for (int round = 0; round < 20; round++) {
+        uint64_t small[10];
+        for (int i = 0; i < 10; i++)
+            small[i] = allocate(10 * MiB);
+        cr_expect_eq(small[0], big, "the oversize free block is split for small requests");
+        for (int i = 0; i < 10; i++)
+            release(small[i]);
+        uint64_t again = allocate(100 * MiB);
+        cr_expect_eq(again, big, "and merges back whole");
+        release(again);
+        expect_consistent();
+    }
+    cr_expect_eq(reserved(), 120 * MiB, "no growth");
+    cr_expect_eq(stats().max_split_size, 40 * MiB);
+}
+
+Test(vmm_allocator, inactive_split_counts_free_bytes_between_live_blocks)
+{
+    start();
+    uint64_t blocks[4];
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(16 * MiB);
+    struct gpucache_stats taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 1, "the free tail");
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 16 * MiB);
+    release_now(blocks[1]);
+    taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 2);
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 32 * MiB);
+    expect_consistent();
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            release_now(blocks[i]);
+    taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 0,
+                 "one free run between the segment start and unmapped space is not a split");
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 0);
+    expect_consistent();
+}
