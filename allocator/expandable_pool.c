@@ -505,92 +505,49 @@ static bool has_whole_page(const struct block *block)
                pages, block->address - block->segment->base, block->size) != 0;
 }
 
-static int compare_addresses(const void *a, const void *b)
+size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
 {
-    const struct block *left = *(struct block *const *)a;
-    const struct block *right = *(struct block *const *)b;
-    return (left->address > right->address) - (left->address < right->address);
-}
-
-/* Joins the free block after `block` to it. Both are idle (their streams'
- * work is done), so the result is safe for any stream. */
-static void merge_idle_pair(struct gpucache_allocator *allocator, struct block *block)
-{
-    struct block *next = block->next;
-    count_split(allocator, block->prev, -1);
-    count_split(allocator, block, -1);
-    count_split(allocator, next, -1);
-    count_split(allocator, next->next, -1);
-    uint64_t gc_count_base = block->gc_count_base;
-    free_pool_remove(allocator, block);
-    free_pool_remove(allocator, next);
-    absorb_next(allocator, block);
-    block->free_tick = 0;
-    free_pool_insert(allocator, block);
-    block->gc_count_base = gc_count_base;
-    count_split(allocator, block->prev, 1);
-    count_split(allocator, block, 1);
-    count_split(allocator, block->next, 1);
-}
-
-/* The free blocks of expandable segments in address order, with adjacent
- * ones joined: blocks freed on different streams may sit side by side
- * unmerged, and a page they share is wholly free only together. Returns
- * how many are in *out (malloc'ed, NULL when none or no host memory). */
-static size_t idle_free_blocks(struct gpucache_allocator *allocator, struct block ***out)
-{
-    *out = NULL;
+    /* Waiting completes epochs, which frees and merges blocks: done before
+     * the candidates are collected so that none of them goes stale. */
+    bool waited = false;
+    for (struct block *busy; (busy = first_busy_free_block(allocator)) != NULL;) {
+        gpucache_stream stream = busy->stream;
+        uint64_t free_tick = busy->free_tick;
+        wait_for_stream(allocator, stream);
+        waited = true;
+        if (busy->state == BLOCK_FREE && busy->free_tick == free_tick &&
+            first_busy_free_block(allocator) == busy)
+            busy->free_tick = 0; /* the wait could not clear it: do not spin */
+    }
+    /* Blocks freed on different streams may sit side by side unmerged; a
+     * page they share is wholly free only once they are joined. */
+    if (waited)
+        coalesce_free_blocks(allocator);
     size_t count = 0;
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            count += in_expandable_segment(block);
+            count += in_expandable_segment(block) && has_whole_page(block);
     }
     if (count == 0)
         return 0;
-    struct block **blocks = malloc(count * sizeof *blocks);
-    if (blocks == NULL)
+    struct block **candidates = malloc(count * sizeof *candidates);
+    if (candidates == NULL)
         return 0;
     size_t filled = 0;
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            if (in_expandable_segment(block))
-                blocks[filled++] = block;
+            if (in_expandable_segment(block) && has_whole_page(block))
+                candidates[filled++] = block;
     }
-    qsort(blocks, filled, sizeof *blocks, compare_addresses);
-    size_t kept = 0;
-    for (size_t i = 0; i < filled; i++) {
-        if (kept > 0 && blocks[kept - 1]->next == blocks[i])
-            merge_idle_pair(allocator, blocks[kept - 1]);
-        else
-            blocks[kept++] = blocks[i];
-    }
-    *out = blocks;
-    return kept;
-}
-
-size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
-{
-    /* Waiting completes epochs, which frees and merges blocks: done before
-     * the candidates are collected so that none of them goes stale. */
-    for (struct block *busy; (busy = first_busy_free_block(allocator)) != NULL;) {
-        gpucache_stream stream = busy->stream;
-        uint64_t free_tick = busy->free_tick;
-        wait_for_stream(allocator, stream);
-        if (busy->state == BLOCK_FREE && busy->free_tick == free_tick &&
-            first_busy_free_block(allocator) == busy)
-            busy->free_tick = 0; /* the wait could not clear it: do not spin */
-    }
-    struct block **blocks = NULL;
-    size_t count = idle_free_blocks(allocator, &blocks);
     /* Releasing one free block changes only it and its unmapped neighbours
-     * (no free neighbour is left), so the other blocks stay valid. */
+     * (free neighbours are merged by now), so the other candidates stay
+     * valid. */
     size_t released = 0;
-    for (size_t i = 0; i < count; i++)
-        if (has_whole_page(blocks[i]))
-            released += release_block_pages(allocator, blocks[i]);
-    free(blocks);
+    for (size_t i = 0; i < filled; i++)
+        released += release_block_pages(allocator, candidates[i]);
+    free(candidates);
     return released;
 }
 
