@@ -161,10 +161,6 @@ static struct walk *start_walk(uint64_t seed)
     for (int i = 0; i < STREAM_COUNT; i++)
         walk->streams[i] = (gpucache_stream)(i * 0x1000);
     fixture_defaults(&walk->f);
-#ifdef GPUCACHE_TEST_EXPANDABLE_SEGMENTS
-    /* tests/vmm/ builds this walk a second time over expandable segments. */
-    walk->f.config.expandable_segments = true;
-#endif
     return walk;
 }
 
