@@ -578,16 +578,6 @@ bool expandable_pool_block_is_split(const struct block *block)
            (block->next != NULL && block->next->state != BLOCK_UNMAPPED);
 }
 
-size_t expandable_pool_mapped_bytes(struct gpucache_allocator *allocator)
-{
-    size_t total = 0;
-    struct segment *segment;
-    RB_FOREACH(segment, segment_tree, &allocator->segments)
-        if (segment->kind == SEGMENT_EXPANDABLE)
-            total += state_of(segment)->pages->stats.mapped_bytes;
-    return total;
-}
-
 struct block *expandable_pool_first_unmapped(const struct segment *segment)
 {
     if (segment->kind != SEGMENT_EXPANDABLE)

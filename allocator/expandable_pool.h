@@ -38,9 +38,6 @@ void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
  * measures free bytes stranded between live blocks. */
 bool expandable_pool_block_is_split(const struct block *block);
 
-/* Bytes of the reservation of expandable segments mapped right now. */
-size_t expandable_pool_mapped_bytes(struct gpucache_allocator *allocator);
-
 /* For gpucache_allocator_check: the unmapped blocks of a segment in
  * address order (none for a plain segment). */
 struct block *expandable_pool_first_unmapped(const struct segment *segment);
