@@ -9,6 +9,9 @@
 #include "expandable_pool.h"
 #include "gpucache_expandable_segment.h"
 
+_Static_assert(GPUCACHE_ALLOCATOR_MAX_PEERS <= GPUCACHE_EXPANDABLE_MAX_PEERS,
+              "every peer of the allocator must fit each segment's list");
+
 RB_HEAD(unmapped_tree, block);
 
 /* What segment->expandable points to. */
@@ -95,7 +98,8 @@ static gpucache_result create_segment(struct gpucache_allocator *allocator,
     }
     timer = timer_start();
     result = gpucache_expandable_segment_create(allocator->driver, allocator->device, stream,
-                                                page_size, reserve_size, NULL, 0, &state->pages);
+                                                page_size, reserve_size, allocator->peers,
+                                                allocator->peer_count, &state->pages);
     timer_stop(allocator, timer);
     if (result != GPUCACHE_SUCCESS)
         goto fail;
@@ -576,6 +580,35 @@ bool expandable_pool_block_is_split(const struct block *block)
         return block->prev != NULL || block->next != NULL;
     return (block->prev != NULL && block->prev->state != BLOCK_UNMAPPED) ||
            (block->next != NULL && block->next->state != BLOCK_UNMAPPED);
+}
+
+gpucache_result gpucache_allocator_add_peer(struct gpucache_allocator *allocator, int peer)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    bool known = peer == allocator->device;
+    for (size_t i = 0; i < allocator->peer_count && !known; i++)
+        known = allocator->peers[i] == peer;
+    if (!known && allocator->peer_count == GPUCACHE_ALLOCATOR_MAX_PEERS)
+        result = GPUCACHE_ERROR_INVALID_VALUE;
+    struct segment *segment;
+    if (!known && result == GPUCACHE_SUCCESS) {
+        RB_FOREACH(segment, segment_tree, &allocator->segments) {
+            if (segment->kind != SEGMENT_EXPANDABLE)
+                continue;
+            struct driver_timer timer = timer_start();
+            result = gpucache_expandable_segment_add_peer(state_of(segment)->pages, peer);
+            timer_stop(allocator, timer);
+            if (result != GPUCACHE_SUCCESS)
+                break;
+        }
+        /* Recorded only when every segment took it, so a retry covers all;
+         * segments that did take it ignore the repeat. */
+        if (result == GPUCACHE_SUCCESS)
+            allocator->peers[allocator->peer_count++] = peer;
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
 }
 
 struct block *expandable_pool_first_unmapped(const struct segment *segment)

@@ -329,3 +329,67 @@ Test(vmm_allocator, inactive_split_counts_free_bytes_between_live_blocks)
     cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 0);
     expect_consistent();
 }
+
+/* The accounting driver ignores peers: this wrapper records the last
+ * grant's peers and forwards every call. */
+static struct gpucache_driver recording_driver;
+static const struct gpucache_driver *accounting_interface;
+static int granted_peers[8];
+static size_t granted_peer_count;
+static unsigned long grants;
+
+static gpucache_result record_set_access(void *context, int device, uint64_t address,
+                                         size_t size, const int *peers, size_t peer_count)
+{
+    grants++;
+    granted_peer_count = peer_count < 8 ? peer_count : 8;
+    for (size_t i = 0; i < granted_peer_count; i++)
+        granted_peers[i] = peers[i];
+    return accounting_interface->set_access(context, device, address, size, peers, peer_count);
+}
+
+static void start_recording_grants(void)
+{
+    accounting_interface = accounting_driver_interface(device);
+    recording_driver = *accounting_interface;
+    recording_driver.set_access = record_set_access;
+    allocator = gpucache_allocator_create(&config, &recording_driver, 0);
+    cr_assert_not_null(allocator);
+}
+
+Test(vmm_allocator, peers_get_access_to_mapped_and_future_pages)
+{
+    start_recording_grants();
+    allocate_on(16 * MiB, 1);
+    allocate_on(16 * MiB, 2);
+    unsigned long before = grants;
+    cr_assert_eq(gpucache_allocator_add_peer(allocator, 3), GPUCACHE_SUCCESS);
+    cr_expect_eq(grants - before, 2, "one grant per segment's mapped run");
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 3);
+    before = grants;
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 3), GPUCACHE_SUCCESS);
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 0), GPUCACHE_SUCCESS);
+    cr_expect_eq(grants, before, "a known peer and the own device change nothing");
+    allocate_on(30 * MiB, 1); /* maps a second page of stream 1's segment */
+    cr_expect_eq(grants - before, 1);
+    cr_expect_eq(granted_peer_count, 1, "new pages are granted to the peer too");
+    cr_expect_eq(granted_peers[0], 3);
+    allocate_on(16 * MiB, 4); /* a segment created after the peer was added */
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 3);
+}
+
+Test(vmm_allocator, a_refused_peer_grant_is_not_recorded)
+{
+    start_recording_grants();
+    allocate(16 * MiB);
+    accounting_driver_fail_call(device, ACCOUNTING_SET_ACCESS, 1, 1, GPUCACHE_ERROR_INVALID_VALUE);
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 2), GPUCACHE_ERROR_INVALID_VALUE);
+    allocate(30 * MiB);
+    cr_expect_eq(granted_peer_count, 0, "the peer was not recorded");
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 2), GPUCACHE_SUCCESS);
+    allocate(30 * MiB);
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 2);
+}
