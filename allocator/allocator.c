@@ -77,6 +77,18 @@ static void change_inactive_split(struct gpucache_allocator *allocator, const st
     stat_array_change(allocator->stats.inactive_split_bytes, block->pool, bytes);
 }
 
+static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    struct stream_state *state =
+        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
+    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
+                                     : allocator->all_completed_tick;
+    return block->free_tick <= cleared;
+}
+
 /* Whether the free neighbour may join a block being freed: it must be free,
  * equally mapped, and safe for the block's stream. */
 static bool can_merge(const struct gpucache_allocator *allocator, const struct block *block,
@@ -84,13 +96,22 @@ static bool can_merge(const struct gpucache_allocator *allocator, const struct b
 {
     if (neighbour == NULL || neighbour->state != BLOCK_FREE || neighbour->mapped != block->mapped)
         return false;
-    if (neighbour->stream == block->stream || neighbour->free_tick == 0)
-        return true;
-    struct stream_state *state =
-        stream_state_find((struct gpucache_allocator *)allocator, neighbour->stream, false);
-    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
-                                     : allocator->all_completed_tick;
-    return neighbour->free_tick <= cleared;
+    return neighbour->stream == block->stream || cleared_for_everyone(allocator, neighbour);
+}
+
+/* Takes `gone`, an address neighbour of `survivor`, out of the segment's
+ * chain; the survivor will cover its bytes. */
+static void unlink_into(struct block *survivor, struct block *gone)
+{
+    if (gone == survivor->next) {
+        survivor->next = gone->next;
+        if (gone->next != NULL)
+            gone->next->prev = survivor;
+    } else {
+        survivor->prev = gone->prev;
+        if (gone->prev != NULL)
+            gone->prev->next = survivor;
+    }
 }
 
 /* Absorbs a free neighbour; returns the bytes it brought. */
@@ -98,16 +119,9 @@ static size_t merge_neighbour(struct gpucache_allocator *allocator, struct block
                               struct block *neighbour)
 {
     free_pool_remove(allocator, neighbour);
-    if (neighbour == block->prev) {
+    if (neighbour == block->prev)
         block->address = neighbour->address;
-        block->prev = neighbour->prev;
-        if (block->prev != NULL)
-            block->prev->next = block;
-    } else {
-        block->next = neighbour->next;
-        if (block->next != NULL)
-            block->next->prev = block;
-    }
+    unlink_into(block, neighbour);
     block->size += neighbour->size;
     if (neighbour->stream == block->stream && neighbour->free_tick > block->free_tick)
         block->free_tick = neighbour->free_tick;
@@ -126,15 +140,7 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
     int64_t split_bytes = -(int64_t)survivor->size;
     uint64_t address = survivor == block->prev ? survivor->address : block->address;
     uint64_t size = survivor->size + block->size;
-    if (survivor == block->prev) {
-        survivor->next = block->next;
-        if (block->next != NULL)
-            block->next->prev = survivor;
-    } else {
-        survivor->prev = block->prev;
-        if (block->prev != NULL)
-            block->prev->next = survivor;
-    }
+    unlink_into(survivor, block);
     if (block->free_tick > survivor->free_tick)
         survivor->free_tick = block->free_tick;
     block_store_give(allocator, block);
@@ -142,16 +148,9 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
         split_blocks -= 1;
         split_bytes -= (int64_t)other->size;
         free_pool_remove(allocator, other);
-        if (other == survivor->next) {
-            survivor->next = other->next;
-            if (other->next != NULL)
-                other->next->prev = survivor;
-        } else {
-            survivor->prev = other->prev;
-            if (other->prev != NULL)
-                other->prev->next = survivor;
+        if (other == survivor->prev)
             address = other->address;
-        }
+        unlink_into(survivor, other);
         size += other->size;
         if (other->stream == survivor->stream && other->free_tick > survivor->free_tick)
             survivor->free_tick = other->free_tick;
@@ -165,6 +164,14 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
     change_inactive_split(allocator, survivor, split_blocks, split_bytes);
 }
 
+/* Keeps a freed block of a pinned segment out of every free tree. */
+static void retain_block(struct gpucache_allocator *allocator, struct block *block)
+{
+    block->state = BLOCK_RETAINED;
+    block->list_next = allocator->retained;
+    allocator->retained = block;
+}
+
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block)
 {
     struct gpucache_stats *stats = &allocator->stats;
@@ -172,6 +179,10 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
     stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
     block->requested_size = 0;
+    if (block->segment->pinned) {
+        retain_block(allocator, block);
+        return;
+    }
 
     struct block *prev = can_merge(allocator, block, block->prev) ? block->prev : NULL;
     struct block *next = can_merge(allocator, block, block->next) ? block->next : NULL;
@@ -201,18 +212,6 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     }
     change_inactive_split(allocator, block, split_blocks, split_bytes);
     free_pool_insert(allocator, block);
-}
-
-static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
-                                 const struct block *block)
-{
-    if (block->free_tick == 0)
-        return true;
-    struct stream_state *state =
-        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
-    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
-                                     : allocator->all_completed_tick;
-    return block->free_tick <= cleared;
 }
 
 /* Merges a free block with its free successor when no stream's work can
@@ -355,14 +354,15 @@ static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind poo
     return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
 }
 
-/* Everything freed so far becomes reusable before the last retry: one
- * device synchronization covers every pending epoch and every stream. */
+/* Everything freed so far becomes reusable before the last retry: waits on
+ * the fences of every stream involved, and synchronizes the device only as
+ * the last resort when a fence cannot answer. */
 static void finish_outstanding_work(struct gpucache_allocator *allocator)
 {
     allocator->stats.num_sync_all_streams++;
     bool outstanding = allocator->stats.pending_blocks.current > 0 ||
                        allocator->tick > allocator->all_completed_tick;
-    if (outstanding)
+    if (outstanding && !epochs_wait_all(allocator))
         synchronize_device_for_reuse(allocator);
 }
 
@@ -471,6 +471,30 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     }
     pthread_mutex_unlock(&allocator->mutex);
     return GPUCACHE_SUCCESS;
+}
+
+gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,
+                                               uint64_t address)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    struct segment *segment = block != NULL ? block->segment : NULL;
+    gpucache_result result = GPUCACHE_ERROR_INVALID_VALUE;
+    if (segment != NULL && segment->base == address && segment->kind == SEGMENT_PLAIN) {
+        result = GPUCACHE_SUCCESS;
+        if (!segment->pinned) {
+            segment->pinned = true;
+            for (struct block *piece = block; piece != NULL; piece = piece->next) {
+                if (piece->state != BLOCK_FREE)
+                    continue;
+                free_pool_remove(allocator, piece);
+                change_inactive_split(allocator, piece, -1, -(int64_t)piece->size);
+                retain_block(allocator, piece);
+            }
+        }
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
 }
 
 bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address)

@@ -21,8 +21,8 @@ struct recount {
     int64_t oversize_segments;
     int64_t pending_blocks;
     int64_t pending_bytes;
-    int64_t blocks_by_state[4];
-    int64_t chained_by_state[4]; /* blocks reached by walking segment chains */
+    int64_t blocks_by_state[BLOCK_STATE_COUNT];
+    int64_t chained_by_state[BLOCK_STATE_COUNT]; /* reached by walking segment chains */
     int64_t heads;
 };
 
@@ -35,6 +35,16 @@ static bool fail(char *why, size_t why_size, const char *format, ...)
         va_end(arguments);
     }
     return false;
+}
+
+/* The free trees' order: (stream, size, address), strictly increasing. */
+static bool key_before(const struct block *a, const struct block *b)
+{
+    if (a->stream != b->stream)
+        return a->stream < b->stream;
+    if (a->size != b->size)
+        return a->size < b->size;
+    return a->address < b->address;
 }
 
 static bool check_block_shape(const struct block *block, char *why, size_t why_size)
@@ -68,7 +78,7 @@ static bool walk_segment(struct gpucache_allocator *allocator, const struct bloc
         if (block->next != NULL && block->next->prev != block)
             return fail(why, why_size, "block 0x%llx: broken neighbour links",
                         (unsigned long long)block->address);
-        if (block->state > BLOCK_UNMAPPED)
+        if (block->state >= BLOCK_STATE_COUNT)
             return fail(why, why_size, "block 0x%llx has no valid state",
                         (unsigned long long)block->address);
         recount->chained_by_state[block->state]++;
@@ -114,7 +124,8 @@ static bool count_pending_list(struct gpucache_allocator *allocator, struct reco
 
 static bool count_stream_state(struct gpucache_allocator *allocator,
                                const struct stream_state *state, struct recount *recount,
-                               size_t *closed_epochs, char *why, size_t why_size)
+                               size_t *closed_epochs, size_t closed_bytes[POOL_COUNT],
+                               char *why, size_t why_size)
 {
     if (!count_pending_list(allocator, recount, state->open.first, state->open.block_count, why, why_size))
         return false;
@@ -122,6 +133,8 @@ static bool count_stream_state(struct gpucache_allocator *allocator,
         if (!count_pending_list(allocator, recount, epoch->first, epoch->block_count, why, why_size))
             return false;
         (*closed_epochs)++;
+        for (int pool = 0; pool < POOL_COUNT; pool++)
+            closed_bytes[pool] += epoch->bytes[pool];
     }
     return true;
 }
@@ -158,7 +171,12 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
 
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
+        const struct block *previous = NULL;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks) {
+            if (previous != NULL && !key_before(previous, block))
+                return fail(why, why_size, "free tree of pool %d out of order at 0x%llx", pool,
+                            (unsigned long long)block->address);
+            previous = block;
             if (block->state != BLOCK_FREE || block->pool != pool)
                 return fail(why, why_size, "block 0x%llx in the free tree of pool %d is not free there",
                             (unsigned long long)block->address, pool);
@@ -172,6 +190,15 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
         }
     }
 
+    for (struct block *block = allocator->retained; block != NULL; block = block->list_next) {
+        if (block->state != BLOCK_RETAINED || !block->segment->pinned)
+            return fail(why, why_size, "retained block 0x%llx is not in a pinned segment",
+                        (unsigned long long)block->address);
+        if (!visit_block(allocator, block, recount, why, why_size))
+            return false;
+        recount->blocks_by_state[BLOCK_RETAINED]++;
+    }
+
     struct segment *segment;
     RB_FOREACH(segment, segment_tree, &allocator->segments)
         for (struct block *block = expandable_pool_first_unmapped(segment); block != NULL;
@@ -182,13 +209,18 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
         }
 
     size_t closed_epochs = 0;
-    if (!count_stream_state(allocator, &allocator->all_streams, recount, &closed_epochs, why,
-                            why_size))
+    size_t closed_bytes[POOL_COUNT] = {0};
+    if (!count_stream_state(allocator, &allocator->all_streams, recount, &closed_epochs,
+                            closed_bytes, why, why_size))
         return false;
     for (size_t i = 0; i < allocator->stream_count; i++)
-        if (!count_stream_state(allocator, allocator->streams[i], recount, &closed_epochs, why,
-                                why_size))
+        if (!count_stream_state(allocator, allocator->streams[i], recount, &closed_epochs,
+                                closed_bytes, why, why_size))
             return false;
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        if (closed_bytes[pool] != allocator->closed_pending_bytes[pool])
+            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs, %zu listed",
+                        pool, allocator->closed_pending_bytes[pool], closed_bytes[pool]);
     if (closed_epochs != allocator->closed_epoch_count)
         return fail(why, why_size, "%zu closed epochs counted, %zu listed",
                     allocator->closed_epoch_count, closed_epochs);
@@ -222,7 +254,7 @@ static bool check_segments(struct gpucache_allocator *allocator, struct recount 
     if (recount->heads != segments)
         return fail(why, why_size, "%lld segments but %lld chains start at a segment base",
                     (long long)segments, (long long)recount->heads);
-    for (int state = 0; state < 4; state++)
+    for (int state = 0; state < BLOCK_STATE_COUNT; state++)
         if (recount->chained_by_state[state] != recount->blocks_by_state[state])
             return fail(why, why_size,
                         "%lld blocks in state %d are listed but %lld are in segment chains",
