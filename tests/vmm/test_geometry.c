@@ -121,3 +121,39 @@ Test(vmm_geometry, too_large_message_names_the_key)
     cr_expect_eq(gpucache_expandable_too_large_message(tiny, sizeof tiny, 1, 100 * GiB, 90 * GiB),
                  length, "reports the length needed, like snprintf");
 }
+
+/* The parser and the page manager agree on what a reserve string means. */
+static size_t reserve_for(const char *text, size_t total, bool small_pool)
+{
+    struct gpucache_config config;
+    struct gpucache_config_error error;
+    gpucache_config_defaults(&config);
+    cr_assert_eq(gpucache_config_parse("GPUCACHE_ALLOC_CONF", text, &config, &error), 0, "%s",
+                 error.message);
+    struct vmm_test_driver test_driver;
+    vmm_test_driver_init(&test_driver, total, 2 * MiB);
+    size_t page = 0, reserve = 0;
+    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, small_pool, &page,
+                                              &reserve),
+                 GPUCACHE_SUCCESS);
+    vmm_test_driver_fini(&test_driver);
+    return reserve;
+}
+
+Test(vmm_geometry, configuration_strings_size_the_reservation)
+{
+    cr_expect_eq(reserve_for("expandable_segments:True", 80 * GiB, false), 90 * GiB);
+    cr_expect_eq(reserve_for("expandable_segments:True,expandable_segments_reserve:0.25",
+                             80 * GiB, false),
+                 20 * GiB);
+    cr_expect_eq(reserve_for("expandable_segments:True,expandable_segments_reserve:40G",
+                             80 * GiB, true),
+                 40 * GiB);
+    cr_expect_eq(reserve_for("expandable_segments:True,expandable_segments_reserve:200G",
+                             80 * GiB, true),
+                 90 * GiB, "capped at 9/8 of device memory");
+    cr_expect_eq(reserve_for("expandable_segments:True,large_segment_size_mb:64,"
+                             "expandable_segments_reserve:1G",
+                             80 * GiB, false),
+                 16 * 64 * MiB, "1 GiB in 64 MiB pages");
+}
