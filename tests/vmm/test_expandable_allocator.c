@@ -393,3 +393,34 @@ Test(vmm_allocator, a_refused_peer_grant_is_not_recorded)
     cr_expect_eq(granted_peer_count, 1);
     cr_expect_eq(granted_peers[0], 2);
 }
+
+Test(vmm_allocator, expandable_memory_cannot_be_pinned_for_ipc)
+{
+    start();
+    uint64_t address = allocate(16 * MiB);
+    cr_expect_eq(gpucache_allocator_pin_segment(allocator, address), GPUCACHE_ERROR_INVALID_VALUE,
+                 "no real driver allocation to export");
+}
+
+static uint64_t all_driver_calls(void)
+{
+    uint64_t total = 0;
+    for (int operation = 0; operation < ACCOUNTING_OPERATION_COUNT; operation++)
+        total += accounting_driver_calls(device, (enum accounting_operation)operation);
+    return total;
+}
+
+Test(vmm_allocator, abandon_makes_no_driver_call)
+{
+    start();
+    allocate_on(16 * MiB, 1);
+    allocate_on(100 * MiB, 2);
+    uint64_t calls = all_driver_calls();
+    gpucache_allocator_abandon(allocator);
+    allocator = NULL;
+    cr_expect_eq(all_driver_calls(), calls, "the context that owned the pages is gone");
+    /* The driver still accounts what the lost context held: start the
+     * leak checks of the fixture on a fresh device. */
+    accounting_driver_destroy(device);
+    device = accounting_driver_create((uint64_t)1 << 30, 2 * MiB);
+}
