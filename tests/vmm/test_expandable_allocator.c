@@ -3,6 +3,7 @@
  * chain, the reservation limit, max_split_size and inactive-split stats. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -331,12 +332,22 @@ Test(vmm_allocator, inactive_split_counts_free_bytes_between_live_blocks)
 }
 
 /* The accounting driver ignores peers: this wrapper records the last
- * grant's peers and forwards every call. */
+ * grant's peers, and how many fence waits preceded the first unmap, and
+ * forwards every call. */
 static struct gpucache_driver recording_driver;
 static const struct gpucache_driver *accounting_interface;
 static int granted_peers[8];
 static size_t granted_peer_count;
 static unsigned long grants;
+static unsigned long fence_waits_before_first_unmap = ULONG_MAX;
+
+static gpucache_result record_page_unmap(void *context, int device_number, uint64_t address,
+                                         size_t size)
+{
+    if (fence_waits_before_first_unmap == ULONG_MAX)
+        fence_waits_before_first_unmap = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    return accounting_interface->page_unmap(context, device_number, address, size);
+}
 
 static gpucache_result record_set_access(void *context, int device, uint64_t address,
                                          size_t size, const int *peers, size_t peer_count)
@@ -348,18 +359,19 @@ static gpucache_result record_set_access(void *context, int device, uint64_t add
     return accounting_interface->set_access(context, device, address, size, peers, peer_count);
 }
 
-static void start_recording_grants(void)
+static void start_recording(void)
 {
     accounting_interface = accounting_driver_interface(device);
     recording_driver = *accounting_interface;
     recording_driver.set_access = record_set_access;
+    recording_driver.page_unmap = record_page_unmap;
     allocator = gpucache_allocator_create(&config, &recording_driver, 0);
     cr_assert_not_null(allocator);
 }
 
 Test(vmm_allocator, peers_get_access_to_mapped_and_future_pages)
 {
-    start_recording_grants();
+    start_recording();
     allocate_on(16 * MiB, 1);
     allocate_on(16 * MiB, 2);
     unsigned long before = grants;
@@ -382,7 +394,7 @@ Test(vmm_allocator, peers_get_access_to_mapped_and_future_pages)
 
 Test(vmm_allocator, a_refused_peer_grant_is_not_recorded)
 {
-    start_recording_grants();
+    start_recording();
     allocate(16 * MiB);
     accounting_driver_fail_call(device, ACCOUNTING_SET_ACCESS, 1, 1, GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(gpucache_allocator_add_peer(allocator, 2), GPUCACHE_ERROR_INVALID_VALUE);
@@ -423,4 +435,51 @@ Test(vmm_allocator, abandon_makes_no_driver_call)
      * leak checks of the fixture on a fresh device. */
     accounting_driver_destroy(device);
     device = accounting_driver_create((uint64_t)1 << 30, 2 * MiB);
+}
+
+Test(vmm_allocator, pages_are_unmapped_only_after_their_stream_is_done)
+{
+    start_recording();
+    accounting_driver_hold_fences(device, true);
+    uint64_t address = allocate_on(40 * MiB, 1);
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 1),
+                 GPUCACHE_SUCCESS);
+    unsigned long waits = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0);
+    cr_expect_gt(fence_waits_before_first_unmap, waits,
+                 "work of stream 1 may still touch the block: wait before unmapping");
+}
+
+Test(vmm_allocator, no_wait_when_the_stream_is_known_done)
+{
+    start();
+    accounting_driver_hold_fences(device, true);
+    uint64_t address = allocate_on(40 * MiB, 1);
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 1),
+                 GPUCACHE_SUCCESS);
+    gpucache_allocator_synchronized(allocator, false, 1); /* cuStreamSynchronize(1) */
+    unsigned long waits = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT), waits);
+}
+
+Test(vmm_allocator, a_new_segment_only_when_no_run_fits)
+{
+    config.expandable_segments_reserve =
+        (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_BYTES, .bytes = 100 * MiB};
+    start();
+    uint64_t blocks[3];
+    for (int i = 0; i < 3; i++)
+        blocks[i] = allocate(20 * MiB);
+    release_now(blocks[1]);
+    gpucache_allocator_empty_cache(allocator); /* a one-page hole in the middle */
+    cr_expect_eq(allocate(20 * MiB), blocks[1], "the hole fits: mapped again in place");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 1);
+    allocate(40 * MiB); /* the unmapped tail of 40 MiB fits */
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 1);
+    allocate(20 * MiB); /* nothing left in the 100 MiB reservation */
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 2);
+    expect_consistent();
 }
