@@ -486,18 +486,24 @@ static bool in_expandable_segment(const struct block *block)
     return block->segment->kind == SEGMENT_EXPANDABLE;
 }
 
+/* Whether work on the stream of a free block may still use it (it was
+ * freed stream-ordered and no fence since says that work is done). */
+static bool may_be_in_use(struct gpucache_allocator *allocator, const struct block *block)
+{
+    if (block->free_tick == 0)
+        return false;
+    struct stream_state *state = stream_state_find(allocator, block->stream, false);
+    return state == NULL || block->free_tick > stream_state_cleared_tick(allocator, state);
+}
+
 /* The first free expandable block whose stream may still be using it. */
 static struct block *first_busy_free_block(struct gpucache_allocator *allocator)
 {
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
-        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks) {
-            if (!in_expandable_segment(block) || block->free_tick == 0)
-                continue;
-            struct stream_state *state = stream_state_find(allocator, block->stream, false);
-            if (state == NULL || block->free_tick > stream_state_cleared_tick(allocator, state))
+        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
+            if (in_expandable_segment(block) && may_be_in_use(allocator, block))
                 return block;
-        }
     }
     return NULL;
 }
@@ -553,6 +559,58 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
         released += release_block_pages(allocator, candidates[i]);
     free(candidates);
     return released;
+}
+
+/* A free block garbage collection may shrink: in the large pool (as
+ * PyTorch collects), followed by unmapped space or the reservation's end
+ * (so that mapped space only shrinks from the end of a run), holding a
+ * whole page, and idle (collection never waits for a stream). */
+static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
+{
+    return in_expandable_segment(block) &&
+           (block->next == NULL || block->next->state == BLOCK_UNMAPPED) &&
+           has_whole_page(block) && !may_be_in_use(allocator, block);
+}
+
+size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target)
+{
+    struct pool *pool = &allocator->pools[POOL_LARGE];
+    int64_t reserved_before = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    size_t reclaimed = 0;
+    bool progress = true;
+    /* PyTorch's rounds: blocks at least as old as the mean age go first. */
+    while (reclaimed < target && progress) {
+        uint64_t total_age = 0;
+        size_t count = 0;
+        struct block *block;
+        RB_FOREACH(block, free_tree, &pool->free_blocks) {
+            if (collectable(allocator, block)) {
+                total_age += pool->gc_clock - block->gc_count_base;
+                count++;
+            }
+        }
+        if (count == 0)
+            break;
+        uint64_t age_threshold = total_age / count;
+        struct block **candidates = malloc(count * sizeof *candidates);
+        if (candidates == NULL)
+            break;
+        size_t filled = 0;
+        RB_FOREACH(block, free_tree, &pool->free_blocks)
+            if (collectable(allocator, block) &&
+                pool->gc_clock - block->gc_count_base >= age_threshold)
+                candidates[filled++] = block;
+        progress = false;
+        for (size_t i = 0; i < filled && reclaimed < target; i++) {
+            release_block_pages(allocator, candidates[i]);
+            size_t now = (size_t)(reserved_before -
+                                  allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current);
+            progress |= now > reclaimed;
+            reclaimed = now;
+        }
+        free(candidates);
+    }
+    return reclaimed;
 }
 
 void expandable_pool_drop_segment(struct gpucache_allocator *allocator,

@@ -26,6 +26,12 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
  * the bytes of physical memory released. */
 size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator);
 
+/* Garbage collection's share of expandable memory: unmaps the whole pages
+ * of idle free large-pool blocks that end a mapped run, oldest first, until
+ * `target` bytes are unmapped or none is left. Free blocks between live
+ * blocks are left alone. Returns the bytes unmapped. */
+size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target);
+
 /* Forgets an expandable segment: with `free_memory` its pages and address
  * range go back to the driver first. The segment struct itself is the
  * caller's. */

@@ -45,6 +45,8 @@ void garbage_collect_cached_blocks(struct gpucache_allocator *allocator)
             candidates--;
         }
     }
+    if (reclaimed < target)
+        expandable_pool_garbage_collect(allocator, target - reclaimed);
 }
 
 bool release_available_cached_blocks(struct gpucache_allocator *allocator, enum pool_kind pool,

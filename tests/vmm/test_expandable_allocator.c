@@ -483,3 +483,42 @@ Test(vmm_allocator, a_new_segment_only_when_no_run_fits)
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 2);
     expect_consistent();
 }
+
+/* A 921 MiB cap, collection above 276 MiB. */
+static void start_with_garbage_collection(void)
+{
+    config.per_process_memory_fraction = 0.9;
+    config.garbage_collection_threshold = 0.3;
+    start();
+}
+
+Test(vmm_allocator, garbage_collection_unmaps_idle_free_tails)
+{
+    start_with_garbage_collection();
+    uint64_t live = allocate_on(20 * MiB, 1);
+    uint64_t big = allocate_on(300 * MiB, 1);
+    release(big);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    cr_expect_eq(reserved(), 320 * MiB);
+    /* A miss (too large for the free 300 MiB) runs the collection: the idle
+     * block ending stream 1's mapped space goes back; the live page stays. */
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(reserved(), 20 * MiB + 320 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 340 * MiB);
+    cr_expect_eq(stats().num_alloc_retries, 0, "collected before growing, not by the retry");
+    expect_consistent();
+    cr_expect_eq(allocate_on(20 * MiB, 1), live + 20 * MiB, "stream 1 grows back in place");
+}
+
+Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+{
+    start_with_garbage_collection();
+    allocate_on(20 * MiB, 1);
+    uint64_t middle = allocate_on(300 * MiB, 1);
+    allocate_on(20 * MiB, 1);
+    release(middle);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(reserved(), 340 * MiB + 320 * MiB, "a hole between live blocks stays mapped");
+    expect_consistent();
+}
