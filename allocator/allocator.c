@@ -381,7 +381,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
         return block;
     epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
-    while (allocator->closed_pending_bytes[pool] >= rounded) {
+    while (allocator->synchronous_closed_bytes[pool] >= rounded) {
         if (!epochs_wait_oldest(allocator, pool))
             break;
         if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)

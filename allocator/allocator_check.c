@@ -133,7 +133,7 @@ static bool count_stream_state(struct gpucache_allocator *allocator,
         if (!count_pending_list(allocator, recount, epoch->first, epoch->block_count, why, why_size))
             return false;
         (*closed_epochs)++;
-        for (int pool = 0; pool < POOL_COUNT; pool++)
+        for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
             closed_bytes[pool] += epoch->bytes[pool];
     }
     return true;
@@ -218,9 +218,9 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
                                 closed_bytes, why, why_size))
             return false;
     for (int pool = 0; pool < POOL_COUNT; pool++)
-        if (closed_bytes[pool] != allocator->closed_pending_bytes[pool])
-            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs, %zu listed",
-                        pool, allocator->closed_pending_bytes[pool], closed_bytes[pool]);
+        if (closed_bytes[pool] != allocator->synchronous_closed_bytes[pool])
+            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs of synchronous frees, %zu listed",
+                        pool, allocator->synchronous_closed_bytes[pool], closed_bytes[pool]);
     if (closed_epochs != allocator->closed_epoch_count)
         return fail(why, why_size, "%zu closed epochs counted, %zu listed",
                     allocator->closed_epoch_count, closed_epochs);

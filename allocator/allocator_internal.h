@@ -146,7 +146,7 @@ struct gpucache_allocator {
     size_t stream_count;
     size_t stream_capacity;
     size_t closed_epoch_count;
-    size_t closed_pending_bytes[POOL_COUNT];
+    size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
     /* Limits resolved at creation. */
@@ -266,7 +266,8 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
 void epochs_close_all_open(struct gpucache_allocator *allocator);
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
-/* Waits for the oldest closed epoch holding bytes of `pool`; false if none. */
+/* Waits for the oldest closed epoch of synchronous frees holding bytes of
+ * `pool`; false if there is none or the wait failed. */
 bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
 /* Before the last retry: fences every stream with pending or uncleared
  * blocks and waits for all of them. True when every block is then free and
