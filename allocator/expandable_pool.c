@@ -242,8 +242,6 @@ static void absorb_next(struct gpucache_allocator *allocator, struct block *bloc
 {
     struct block *next = block->next;
     block->size += next->size;
-    if (next->free_tick > block->free_tick)
-        block->free_tick = next->free_tick;
     block->next = next->next;
     if (next->next != NULL)
         next->next->prev = block;
@@ -290,8 +288,17 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
     struct block *after = last->next;
     count_split(allocator, before, -1);
     count_split(allocator, after, -1);
-    for (struct block *block = start; block != after; block = block->next)
+    /* The grown block belongs to the requesting stream. Its own earlier
+     * stream-ordered frees may still be in flight there (fine for it, but
+     * the tick must stay so no other stream takes that memory early);
+     * blocks of other streams joined only because they are cleared. */
+    uint64_t own_free_tick = 0;
+    for (struct block *block = start; block != after; block = block->next) {
         count_split(allocator, block, -1);
+        if (block->state == BLOCK_FREE && block->stream == stream &&
+            block->free_tick > own_free_tick)
+            own_free_tick = block->free_tick;
+    }
 
     struct block *grown = start;
     detach_for_growth(allocator, state, grown, map_end, &spare);
@@ -303,6 +310,8 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
         free_pool_remove(allocator, trailing);
         absorb_next(allocator, grown);
     }
+    grown->stream = stream;
+    grown->free_tick = own_free_tick;
     /* Counted as a free block, as the allocator expects of what it splits. */
     count_split(allocator, grown, 1);
     count_split(allocator, before, 1);

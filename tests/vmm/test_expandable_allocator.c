@@ -522,3 +522,40 @@ Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
     cr_expect_eq(reserved(), 340 * MiB + 320 * MiB, "a hole between live blocks stays mapped");
     expect_consistent();
 }
+
+static void release_on(uint64_t address, gpucache_stream stream)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, stream),
+                 GPUCACHE_SUCCESS);
+}
+
+Test(vmm_allocator, growth_keeps_in_flight_memory_away_from_other_streams)
+{
+    start();
+    accounting_driver_hold_fences(device, true);
+    uint64_t first = allocate_on(20 * MiB, 1);
+    uint64_t hole = allocate_on(20 * MiB, 1);
+    uint64_t busy = allocate_on(20 * MiB, 1);
+    allocate_on(20 * MiB, 1);
+    /* Page 0 goes to stream 2 once stream 1 is done with it. */
+    release_on(first, 1);
+    gpucache_allocator_synchronized(allocator, false, 1);
+    cr_assert_eq(allocate_on(20 * MiB, 2), first);
+    /* Page 1 becomes an unmapped hole. */
+    release_on(hole, 1);
+    gpucache_allocator_synchronized(allocator, false, 1);
+    gpucache_allocator_empty_cache(allocator);
+    /* [page 0: free, stream 2, done][hole][page 2: free, stream 1 still
+     * running][page 3: live] */
+    release_on(first, 2);
+    gpucache_allocator_synchronized(allocator, false, 2);
+    release_on(busy, 1);
+    /* Stream 1 grows over all three; what is left of page 2 must stay
+     * stream 1's until its work is done. */
+    cr_assert_eq(allocate_on(50 * MiB, 1), first);
+    uint64_t other = allocate_on(10 * MiB, 2);
+    cr_expect(other + 10 * MiB <= busy || other >= busy + 20 * MiB,
+              "stream 2 got 0x%llx, inside memory stream 1 may still use",
+              (unsigned long long)other);
+    expect_consistent();
+}
