@@ -155,6 +155,9 @@ struct sim_context {
     unsigned retain_count; /* primary: cuDevicePrimaryCtxRetain references */
     unsigned flags;
     unsigned long long id;
+    size_t limits[CU_LIMIT_MAX];
+    CUfunc_cache cache_config;
+    unsigned long long peer_devices; /* bit per device with peer access */
     struct sim_stream *legacy_stream;
     LIST_HEAD(, sim_stream) streams; /* all live streams incl. legacy, per-thread */
     /* Taken while a work item is queued, so that the implicit waits between
@@ -436,6 +439,7 @@ struct sim_pool {
     bool destroyed;       /* freed once its last allocation is */
     size_t allocation_count;
     int reuse_flags[3];   /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+    CUmemAccess_flags access[SIM_MAX_DEVICES]; /* per device; owner is RW */
     size_t reserved_current, reserved_high;
     size_t used_current, used_high;
     unsigned long long release_threshold;

@@ -13,6 +13,7 @@ struct sim_pool *sim_pool_create_default(struct sim_device *device)
         abort();
     pool->device = device;
     pool->is_default = true;
+    pool->access[device->ordinal] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     pool->reuse_flags[0] = pool->reuse_flags[1] = pool->reuse_flags[2] = 1;
     sim_handle_register(&pool->handle, SIM_HANDLE_POOL);
     return pool;
@@ -94,6 +95,7 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *po
     if (created == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     created->device = device;
+    created->access[device->ordinal] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     created->reuse_flags[0] = created->reuse_flags[1] = created->reuse_flags[2] = 1;
     sim_lock();
     sim_handle_register(&created->handle, SIM_HANDLE_POOL);
@@ -209,6 +211,47 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
     sim_unlock();
     /* Freed blocks are returned to the device at once, so nothing is cached
      * and there is nothing to trim. */
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    SIM_ENTER("cuMemPoolSetAccess");
+    struct sim_pool *target = (struct sim_pool *)pool;
+    if (map == NULL && count > 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    CUresult result = sim_handle_is_live(target, SIM_HANDLE_POOL) ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++) {
+        struct sim_device *device;
+        if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            sim_device_lookup(map[i].location.id, &device) != CUDA_SUCCESS)
+            result = CUDA_ERROR_INVALID_DEVICE;
+        else if (device == target->device &&
+                 map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            result = CUDA_ERROR_INVALID_DEVICE; /* the owner keeps full access */
+    }
+    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
+        target->access[map[i].location.id] = map[i].flags;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
+                                       CUmemLocation *location)
+{
+    SIM_ENTER("cuMemPoolGetAccess");
+    struct sim_pool *target = (struct sim_pool *)memPool;
+    struct sim_device *device;
+    if (flags == NULL || location == NULL || location->type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        sim_device_lookup(location->id, &device) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    bool live = sim_handle_is_live(target, SIM_HANDLE_POOL);
+    if (live)
+        *flags = target->access[location->id];
+    sim_unlock();
     return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

@@ -321,6 +321,12 @@ Test(async_allocation, pools)
     EXPECT_OK(cuCtxSynchronize());
     EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
     cr_assert_eq(used, 0);
+    CUmemAccess_flags access;
+    CUmemLocation owner_location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    EXPECT_OK(cuMemPoolGetAccess(&access, created, &owner_location));
+    cr_assert_eq(access, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CUmemAccessDesc revoke = {.location = owner_location, .flags = CU_MEM_ACCESS_FLAGS_PROT_NONE};
+    EXPECT_RESULT(cuMemPoolSetAccess(created, &revoke, 1), CUDA_ERROR_INVALID_DEVICE);
     EXPECT_RESULT(cuMemPoolDestroy(default_pool), CUDA_ERROR_INVALID_VALUE);
     EXPECT_OK(cuMemPoolDestroy(created));
     EXPECT_OK(cuDeviceGetMemPool(&current, 0));
