@@ -119,31 +119,34 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+static CUresult total_memory(CUdevice dev, size_t *bytes)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result == CUDA_SUCCESS)
+        *bytes = device->capacity;
+    return result;
+}
+
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     SIM_ENTER("cuDeviceTotalMem_v2");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
     if (bytes == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *bytes = device->capacity;
-    return CUDA_SUCCESS;
+    return total_memory(dev, bytes);
 }
 
 SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
     SIM_ENTER("cuDeviceTotalMem");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
+    size_t capacity;
     if (bytes == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = total_memory(dev, &capacity);
     /* The 32-bit form saturates rather than wrapping. */
-    *bytes = device->capacity > 0xFFFFFFFFu ? 0xFFFFFFFFu : (unsigned int)device->capacity;
-    return CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS)
+        *bytes = capacity > 0xFFFFFFFFu ? 0xFFFFFFFFu : (unsigned int)capacity;
+    return result;
 }
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
@@ -173,38 +176,32 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUd
     return CUDA_SUCCESS;
 }
 
-static void device_uuid(const struct sim_device *device, CUuuid *uuid)
+/* A stable, recognisable UUID per simulated device. */
+static CUresult device_uuid(CUdevice dev, CUuuid *uuid)
 {
     static const char prefix[] = "gpusim-device";
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (uuid == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
     memset(uuid->bytes, 0, sizeof uuid->bytes);
     memcpy(uuid->bytes, prefix, sizeof prefix - 1);
     uuid->bytes[15] = (char)device->ordinal;
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
     SIM_ENTER("cuDeviceGetUuid");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (uuid == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    device_uuid(device, uuid);
-    return CUDA_SUCCESS;
+    return device_uuid(dev, uuid);
 }
 
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
     SIM_ENTER("cuDeviceGetUuid_v2");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (uuid == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    device_uuid(device, uuid);
-    return CUDA_SUCCESS;
+    return device_uuid(dev, uuid);
 }
 
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)

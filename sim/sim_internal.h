@@ -236,6 +236,12 @@ struct sim_range {
     LIST_HEAD(, sim_vmm_mapping) vmm_mappings; /* reservations only */
 };
 
+/* A zeroed range of `kind` owned by `context` (may be NULL) on `device`,
+ * with a fresh buffer id and no memfd; NULL when out of memory. Not yet
+ * registered. */
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device);
+
 /* Registry of ranges; call under sim.lock. */
 void sim_range_insert(struct sim_range *range);
 void sim_range_remove(struct sim_range *range);

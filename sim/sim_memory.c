@@ -21,6 +21,21 @@ RB_GENERATE_STATIC(sim_range_tree, sim_range, link, compare_ranges)
 
 static struct sim_range_tree ranges = RB_INITIALIZER(&ranges);
 
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device)
+{
+    struct sim_range *range = calloc(1, sizeof *range);
+    if (range == NULL)
+        return NULL;
+    range->kind = kind;
+    range->context = context;
+    range->device = device;
+    range->shared_fd = -1;
+    range->buffer_id = sim_next_id();
+    LIST_INIT(&range->vmm_mappings);
+    return range;
+}
+
 void sim_range_insert(struct sim_range *range)
 {
     RB_INSERT(sim_range_tree, &ranges, range);
@@ -123,7 +138,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     struct sim_device *device = context->device;
     if (!sim_physical_charge(device, physical))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(kind, context, device);
     void *base = range == NULL ? NULL
                                : sim_map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
@@ -135,12 +150,6 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     range->base = (uintptr_t)base;
     range->size = size;
     range->physical = physical;
-    range->kind = kind;
-    range->device = device;
-    range->context = context;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_range_insert(range);
     *out = range;
     return CUDA_SUCCESS;
@@ -389,7 +398,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
     result = sim_require_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(kind, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     void *base = sim_map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
@@ -399,13 +408,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
     }
     range->base = (uintptr_t)base;
     range->size = bytesize;
-    range->kind = kind;
-    range->device = context->device;
-    range->context = context;
     range->host_flags = flags;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();

@@ -138,7 +138,7 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
         return CUDA_ERROR_INVALID_VALUE;
     if (alignment < SIM_PAGE_GRANULARITY)
         alignment = SIM_PAGE_GRANULARITY;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(SIM_RANGE_RESERVATION, NULL, NULL);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     char *base = NULL;
@@ -170,9 +170,6 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
     range->size = size;
     range->mapping = base;
     range->mapping_size = size;
-    range->kind = SIM_RANGE_RESERVATION;
-    range->shared_fd = -1;
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
