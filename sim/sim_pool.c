@@ -65,13 +65,9 @@ SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+static CUresult set_current_pool(struct sim_device *device, CUmemoryPool pool)
 {
-    SIM_ENTER("cuDeviceSetMemPool");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
+    CUresult result = CUDA_SUCCESS;
     sim_lock();
     struct sim_pool *chosen = (struct sim_pool *)pool;
     if (!sim_handle_is_live(chosen, SIM_HANDLE_POOL) || chosen->device != device)
@@ -80,6 +76,64 @@ SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         device->current_pool = chosen;
     sim_unlock();
     return result;
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    SIM_ENTER("cuDeviceSetMemPool");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    return result == CUDA_SUCCESS ? set_current_pool(device, pool) : result;
+}
+
+/* The device a (location, allocation type) pair names; only device pinned
+ * memory is simulated. */
+static CUresult pool_location_device(const CUmemLocation *location, CUmemAllocationType type,
+                                     struct sim_device **device)
+{
+    if (location == NULL || type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return sim_device_lookup(location->id, device);
+}
+
+SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                           CUmemAllocationType type)
+{
+    SIM_ENTER("cuMemGetDefaultMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    if (result == CUDA_SUCCESS && pool_out == NULL)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        *pool_out = (CUmemoryPool)device->default_pool;
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                    CUmemAllocationType type)
+{
+    SIM_ENTER("cuMemGetMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    if (result == CUDA_SUCCESS && pool == NULL)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        sim_lock();
+        *pool = (CUmemoryPool)device->current_pool;
+        sim_unlock();
+    }
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
+                                    CUmemoryPool pool)
+{
+    SIM_ENTER("cuMemSetMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    return result == CUDA_SUCCESS ? set_current_pool(device, pool) : result;
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)

@@ -123,3 +123,27 @@ Test(proc_address, resolved_entry_points_work)
     cr_assert_eq(device, 0);
     cr_assert_eq(gpusim_call_count("cuMemAlloc_v2"), 1);
 }
+
+struct table_row {
+    const char *base;
+    int version;
+    bool per_thread;
+    const char *exported;
+};
+
+static const struct table_row table_rows[] = {
+#define SIM_ENTRY_POINT(base, version, per_thread, symbol) {#base, version, per_thread, #symbol},
+#include "sim_entry_points.def"
+#undef SIM_ENTRY_POINT
+};
+
+Test(proc_address, every_table_row_resolves_to_its_exported_function)
+{
+    size_t rows = sizeof table_rows / sizeof table_rows[0];
+    cr_assert_gt(rows, 150);
+    for (size_t i = 0; i < rows; i++) {
+        const struct table_row *row = &table_rows[i];
+        expect_resolution(row->base, row->version, row->per_thread ? PER_THREAD : 0,
+                          row->exported);
+    }
+}

@@ -310,6 +310,11 @@ Test(async_allocation, pools)
     EXPECT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer));
     cr_assert_eq(owner, created);
     EXPECT_OK(cuDeviceSetMemPool(0, created));
+    CUmemLocation device_zero = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    EXPECT_OK(cuMemGetMemPool(&current, &device_zero, CU_MEM_ALLOCATION_TYPE_PINNED));
+    cr_assert_eq(current, created, "the location form sees the same current pool");
+    EXPECT_OK(cuMemGetDefaultMemPool(&current, &device_zero, CU_MEM_ALLOCATION_TYPE_PINNED));
+    cr_assert_eq(current, default_pool);
     CUdeviceptr from_current;
     allocate_async_function allocate_ptsz =
         (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
