@@ -34,7 +34,8 @@
  *                         cuMemHostAlloc, cuMemAllocHost*, cuMemCreate,
  *                         cuMemAddressReserve, cuMemMap, cuMemPoolCreate) and
  *                         CUDA_ERROR_UNKNOWN for the others. A failed call has
- *                         no side effect. Example:
+ *                         no side effect. Rules count calls made after the
+                         first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
  *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
  *                           {"calls": {"cuInit": 1, ...},

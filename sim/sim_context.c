@@ -2,6 +2,7 @@
  * per-thread context stack, and context-wide synchronization. */
 #include "sim_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,12 +99,20 @@ void sim_context_teardown(struct sim_context *context)
     sim_context_drain(context);
     sim_lock();
     sim_capture_teardown(context);
-    while (!LIST_EMPTY(&context->streams))
-        sim_stream_close(LIST_FIRST(&context->streams));
+    struct sim_stream *stream;
+    LIST_FOREACH(stream, &context->streams, context_link)
+        sim_stream_close(stream);
     context->legacy_stream = NULL;
     sim_events_teardown(context);
     sim_free_context_memory(context);
     context->active = false;
+    /* The workers are idle and closing: wait until they have left, so the
+     * context can be reused or freed. */
+    while (!LIST_EMPTY(&context->streams)) {
+        sim_unlock();
+        sched_yield();
+        sim_lock();
+    }
     sim_unlock();
 }
 

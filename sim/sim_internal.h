@@ -159,7 +159,7 @@ struct sim_context {
     CUfunc_cache cache_config;
     unsigned long long peer_devices; /* bit per device with peer access */
     struct sim_stream *legacy_stream;
-    LIST_HEAD(, sim_stream) streams; /* all live streams incl. legacy, per-thread */
+    LIST_HEAD(, sim_stream) streams; /* streams with a worker, incl. legacy and per-thread */
     /* Taken while a work item is queued, so that the implicit waits between
      * the legacy stream and blocking streams see a consistent order. */
     pthread_mutex_t submit_lock;
@@ -335,8 +335,11 @@ struct sim_stream {
     int priority;
     bool legacy;
     bool per_thread;
+    bool closed; /* destroyed by the program; under sim.lock */
     unsigned long long id;
     atomic_int references;
+    /* In the context's list until its worker has finished, so that context
+     * synchronization also waits for destroyed streams' work. */
     LIST_ENTRY(sim_stream) context_link;
 
     pthread_mutex_t mutex;
@@ -369,7 +372,8 @@ bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence);
 void sim_stream_drain(struct sim_stream *stream);
 void sim_stream_retain(struct sim_stream *stream);
 void sim_stream_release(struct sim_stream *stream);
-/* Closes a stream: queued work still runs, then it is freed. Under sim.lock. */
+/* Closes a stream: queued work still runs, then its worker leaves the
+ * context's list and it is freed. Under sim.lock. */
 void sim_stream_close(struct sim_stream *stream);
 /* Queues work and, for the synchronous forms, waits for it. */
 CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,

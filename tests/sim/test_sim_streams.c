@@ -358,3 +358,35 @@ Test(copies, synchronous_copies_and_memsets)
     EXPECT_RESULT(cuMemsetD32(a + 2, 0, 1), CUDA_ERROR_INVALID_VALUE);
     EXPECT_RESULT(cuMemcpyHtoD((CUdeviceptr)rows, host, 8), CUDA_ERROR_INVALID_VALUE);
 }
+
+struct thread_stream_work {
+    CUcontext context;
+    struct late_write *late;
+    unsigned long long stream_id;
+};
+
+static void *queue_on_per_thread_stream_and_exit(void *argument)
+{
+    struct thread_stream_work *work = argument;
+    cuCtxSetCurrent(work->context);
+    cuStreamGetId(CU_STREAM_PER_THREAD, &work->stream_id);
+    cuLaunchHostFunc(CU_STREAM_PER_THREAD, write_late, work->late);
+    return NULL;
+}
+
+Test(streams, a_threads_per_thread_stream_finishes_its_work_after_the_thread_ends)
+{
+    CUcontext context = start_device(0);
+    struct late_write late = {.delay_milliseconds = 80, .written = 9};
+    struct thread_stream_work work = {.context = context, .late = &late};
+    pthread_t thread;
+    pthread_create(&thread, NULL, queue_on_per_thread_stream_and_exit, &work);
+    pthread_join(thread, NULL);
+    unsigned long long calls_before = gpusim_call_count("cuCtxSynchronize");
+    EXPECT_OK(cuCtxSynchronize());
+    cr_assert_eq(gpusim_call_count("cuCtxSynchronize"), calls_before + 1);
+    cr_assert_eq(atomic_load(&late.value), 9, "queued work ran although its thread is gone");
+    unsigned long long mine;
+    EXPECT_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &mine));
+    cr_assert_neq(mine, work.stream_id);
+}
