@@ -286,6 +286,8 @@ enum sim_work_kind {
     SIM_WORK_WAIT,
     SIM_WORK_FREE,
     SIM_WORK_MARKER,
+    SIM_WORK_WAIT_VALUE,
+    SIM_WORK_WRITE_VALUE,
 };
 
 struct sim_work {
@@ -325,6 +327,12 @@ struct sim_work {
         struct {
             struct sim_range *range;
         } free;
+        struct {
+            uintptr_t address;
+            uint64_t value;
+            unsigned width; /* 4 or 8 bytes */
+            unsigned flags; /* CU_STREAM_WAIT_VALUE_* for waits */
+        } memory_value;
     } u;
 };
 
@@ -378,6 +386,13 @@ void sim_stream_close(struct sim_stream *stream);
 /* Queues work and, for the synchronous forms, waits for it. */
 CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
                         bool synchronous);
+
+/* ---- stream memory operations (sim_stream_values.c) --------------------- */
+
+/* Worker side of cuStreamWaitValue*: returns once the condition holds. */
+void sim_wait_value(const struct sim_work *work);
+/* Worker side of cuStreamWriteValue*. */
+void sim_write_value(const struct sim_work *work);
 
 /* ---- events (sim_event.c) ----------------------------------------------- */
 

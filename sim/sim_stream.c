@@ -78,6 +78,12 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
         break;
     case SIM_WORK_MARKER:
         break;
+    case SIM_WORK_WAIT_VALUE:
+        sim_wait_value(work);
+        break;
+    case SIM_WORK_WRITE_VALUE:
+        sim_write_value(work);
+        break;
     }
 }
 

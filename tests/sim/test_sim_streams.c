@@ -390,3 +390,70 @@ Test(streams, a_threads_per_thread_stream_finishes_its_work_after_the_thread_end
     EXPECT_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &mine));
     cr_assert_neq(mine, work.stream_id);
 }
+
+static void CUDA_CB mark_ran(void *argument)
+{
+    atomic_store((atomic_int *)argument, 1);
+}
+
+/* Holds `blocked` with cuStreamWaitValue32 on a pinned flag, queues a host
+ * function on `probe`, and reports whether it ran while `blocked` was held
+ * (the same check as tests/gpu/twin_streams.cu). */
+static bool runs_while_blocked(CUstream blocked, CUstream probe)
+{
+    unsigned *flag;
+    CUdeviceptr flag_on_device;
+    EXPECT_OK(cuMemHostAlloc((void **)&flag, sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP));
+    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    EXPECT_OK(cuMemHostGetDevicePointer(&flag_on_device, flag, 0));
+    EXPECT_OK(cuStreamWaitValue32(blocked, flag_on_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    atomic_int ran = 0;
+    EXPECT_OK(cuLaunchHostFunc(probe, mark_ran, &ran));
+    for (int waited = 0; waited < 300 && !atomic_load(&ran); waited++)
+        sleep_milliseconds(1);
+    bool ran_while_blocked = atomic_load(&ran);
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    EXPECT_OK(cuCtxSynchronize());
+    cr_assert_eq(atomic_load(&ran), 1);
+    EXPECT_OK(cuMemFreeHost(flag));
+    return ran_while_blocked;
+}
+
+Test(streams, implicit_legacy_synchronization_with_a_held_stream)
+{
+    start_device(0);
+    CUstream blocking, non_blocking;
+    EXPECT_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    EXPECT_OK(cuStreamCreate(&non_blocking, CU_STREAM_NON_BLOCKING));
+    cr_assert_not(runs_while_blocked(blocking, CU_STREAM_LEGACY));
+    cr_assert(runs_while_blocked(non_blocking, CU_STREAM_LEGACY));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, blocking));
+    cr_assert(runs_while_blocked(CU_STREAM_LEGACY, non_blocking));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD));
+    cr_assert(runs_while_blocked(blocking, non_blocking), "two created streams never order");
+    EXPECT_OK(cuStreamDestroy(blocking));
+    EXPECT_OK(cuStreamDestroy(non_blocking));
+}
+
+Test(streams, write_value_and_wait_value_conditions)
+{
+    start_device(0);
+    CUdeviceptr words;
+    EXPECT_OK(cuMemAlloc(&words, 64));
+    EXPECT_OK(cuMemsetD8(words, 0, 64));
+    EXPECT_OK(cuStreamWriteValue32(NULL, words, 7, 0));
+    EXPECT_OK(cuStreamWriteValue64(NULL, words + 8, 0x100000000ULL, 0));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words, 7, CU_STREAM_WAIT_VALUE_EQ));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words, 2, CU_STREAM_WAIT_VALUE_AND));
+    EXPECT_OK(cuStreamWaitValue64(NULL, words + 8, 0xFFFFFFFFULL, CU_STREAM_WAIT_VALUE_GEQ));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words + 16, 1, CU_STREAM_WAIT_VALUE_NOR));
+    EXPECT_OK(cuStreamSynchronize(NULL));
+    unsigned long long back[2];
+    EXPECT_OK(cuMemcpyDtoH(back, words, sizeof back));
+    cr_assert_eq(back[0], 7);
+    cr_assert_eq(back[1], 0x100000000ULL);
+    EXPECT_RESULT(cuStreamWaitValue32(NULL, words + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    int on_stack;
+    EXPECT_RESULT(cuStreamWriteValue32(NULL, (CUdeviceptr)&on_stack, 1, 0),
+                  CUDA_ERROR_INVALID_VALUE);
+}
