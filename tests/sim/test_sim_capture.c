@@ -47,6 +47,9 @@ Test(capture, unsafe_calls_fail_and_invalidate_a_global_capture)
     CUdeviceptr pointer;
     EXPECT_RESULT(cuMemAlloc(&pointer, 1024), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT_RESULT(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUdeviceptr no_copy = 0;
+    EXPECT_RESULT(cuMemcpyDtoD(no_copy, no_copy, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT_RESULT(cuMemsetD8(no_copy, 0, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     CUstreamCaptureStatus status;
     EXPECT_OK(cuStreamIsCapturing(stream, &status));
     cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
