@@ -58,9 +58,10 @@ static CUresult copy(uintptr_t destination, uintptr_t source, size_t bytes, bool
         (!destination_device && destination == 0) || (!source_device && source == 0))
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_work work = {.kind = SIM_WORK_COPY};
-    work.u.copy.destination = (void *)destination;
-    work.u.copy.source = (const void *)source;
+    work.u.copy.destination = (char *)destination;
+    work.u.copy.source = (const char *)source;
     work.u.copy.bytes = bytes;
+    work.u.copy.height = 1;
     return sim_stream_run(stream, per_thread_default, &work,
                           synchronization == SYNCHRONOUS_BLOCKING);
 }
@@ -249,6 +250,127 @@ SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstC
     SIM_ENTER("cuMemcpyPeerAsync_ptsz");
     return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
                      PER_THREAD_DEFAULT_STREAM, true);
+}
+
+/* ---- 2D copies ---------------------------------------------------------- */
+
+struct copy_side {
+    uintptr_t start;
+    size_t pitch;
+    bool device;
+};
+
+/* Start address and kind of one side of a CUDA_MEMCPY2D. */
+static CUresult copy_side(CUmemorytype type, const void *host, CUdeviceptr device, CUarray array,
+                          size_t x, size_t y, size_t pitch, struct copy_side *side)
+{
+    (void)array;
+    uintptr_t base;
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        base = (uintptr_t)host;
+        side->device = false;
+        break;
+    case CU_MEMORYTYPE_DEVICE:
+        base = (uintptr_t)device;
+        side->device = true;
+        break;
+    case CU_MEMORYTYPE_UNIFIED:
+        base = (uintptr_t)device;
+        side->device = is_device_resident(base);
+        break;
+    case CU_MEMORYTYPE_ARRAY:
+        return CUDA_ERROR_NOT_SUPPORTED; /* CUDA arrays are not simulated */
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (base == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    side->start = base + y * pitch + x;
+    side->pitch = pitch;
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *pCopy, CUstream stream, bool per_thread_default,
+                        bool asynchronous)
+{
+    if (pCopy == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct copy_side source, destination;
+    CUresult result = copy_side(pCopy->srcMemoryType, pCopy->srcHost, pCopy->srcDevice,
+                                pCopy->srcArray, pCopy->srcXInBytes, pCopy->srcY, pCopy->srcPitch,
+                                &source);
+    if (result == CUDA_SUCCESS)
+        result = copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice,
+                           pCopy->dstArray, pCopy->dstXInBytes, pCopy->dstY, pCopy->dstPitch,
+                           &destination);
+    if (result != CUDA_SUCCESS)
+        return result;
+    size_t width = pCopy->WidthInBytes, height = pCopy->Height;
+    if (height > 1 && (source.pitch < width || destination.pitch < width))
+        return CUDA_ERROR_INVALID_VALUE;
+    enum host_synchronization synchronization =
+        asynchronous                            ? ASYNCHRONOUS_API
+        : source.device && destination.device ? SYNCHRONOUS_DEVICE
+                                                : SYNCHRONOUS_BLOCKING;
+    if (synchronization != ASYNCHRONOUS_API) {
+        result = sim_capture_check_unsafe_call();
+        if (result != CUDA_SUCCESS)
+            return result;
+    }
+    if (width == 0 || height == 0)
+        return CUDA_SUCCESS;
+    size_t source_extent = (height - 1) * source.pitch + width;
+    size_t destination_extent = (height - 1) * destination.pitch + width;
+    if ((source.device && !sim_address_is_device_accessible(source.start, source_extent)) ||
+        (destination.device &&
+         !sim_address_is_device_accessible(destination.start, destination_extent)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_work work = {.kind = SIM_WORK_COPY};
+    work.u.copy.destination = (char *)destination.start;
+    work.u.copy.source = (const char *)source.start;
+    work.u.copy.bytes = width;
+    work.u.copy.height = height;
+    work.u.copy.destination_pitch = destination.pitch;
+    work.u.copy.source_pitch = source.pitch;
+    return sim_stream_run(stream, per_thread_default, &work,
+                          synchronization == SYNCHRONOUS_BLOCKING);
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2D_v2");
+    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2D_v2_ptds");
+    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2DUnaligned_v2");
+    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2DUnaligned_v2_ptds");
+    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+    SIM_ENTER("cuMemcpy2DAsync_v2");
+    return copy_2d(pCopy, hStream, LEGACY_DEFAULT_STREAM, true);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+    SIM_ENTER("cuMemcpy2DAsync_v2_ptsz");
+    return copy_2d(pCopy, hStream, PER_THREAD_DEFAULT_STREAM, true);
 }
 
 /* ---- memset ------------------------------------------------------------- */

@@ -296,9 +296,12 @@ struct sim_work {
     unsigned long long sequence;
     union {
         struct {
-            void *destination;
-            const void *source;
-            size_t bytes;
+            char *destination;
+            const char *source;
+            size_t bytes;              /* per row */
+            size_t height;             /* rows */
+            size_t destination_pitch;  /* bytes between rows */
+            size_t source_pitch;
         } copy;
         struct {
             uintptr_t destination;

@@ -52,7 +52,9 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
 {
     switch (work->kind) {
     case SIM_WORK_COPY:
-        memmove(work->u.copy.destination, work->u.copy.source, work->u.copy.bytes);
+        for (size_t row = 0; row < work->u.copy.height; row++)
+            memmove(work->u.copy.destination + row * work->u.copy.destination_pitch,
+                    work->u.copy.source + row * work->u.copy.source_pitch, work->u.copy.bytes);
         break;
     case SIM_WORK_SET:
         run_set(work);
