@@ -121,6 +121,11 @@ struct sim_device {
     size_t physical_bytes;      /* under sim.lock */
     size_t peak_physical_bytes; /* under sim.lock */
     struct sim_context *primary;
+    /* One sparse memfd holds every non-exportable cuMemCreate allocation of
+     * the device, each at its own offset, so thousands of pages do not need
+     * thousands of descriptors. -1 until first used; under sim.lock. */
+    int physical_file;
+    unsigned long long physical_file_end;
     struct sim_pool *default_pool;
     struct sim_pool *current_pool;
 };
