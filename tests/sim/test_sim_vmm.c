@@ -2,6 +2,7 @@
  * mapping, access, unmapping and release, with faults where a GPU would
  * fault. */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sim_test_support.h"
 
@@ -210,6 +211,10 @@ static void eight_gibibytes(void)
 
 Test(vmm, thousands_of_pages_need_no_descriptor_each, .init = eight_gibibytes)
 {
+    struct rlimit descriptors;
+    getrlimit(RLIMIT_NOFILE, &descriptors);
+    descriptors.rlim_cur = 256; /* far fewer than the pages below */
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &descriptors), 0);
     start_device(0);
     CUmemAllocationProp properties = device_properties(0);
     enum { PAGES = 3000 };
