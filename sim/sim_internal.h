@@ -76,6 +76,10 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 /* All entry points called so far (for the stats file). */
 struct sim_entry_point *sim_registered_entry_points(void);
 
+/* True when `name` is a base or exported name of an implemented entry
+ * point (sim_proc_address.c). */
+bool sim_is_entry_point_name(const char *name);
+
 /* ---- environment (sim_environment.c) ------------------------------------ */
 
 struct sim_fail_rule {
