@@ -25,7 +25,9 @@
  *                                          probability P (0..1), drawn from a
  *                                          generator seeded with S
  *                         NAME is an exported name (cuMemAlloc_v2) or a base
- *                         name (cuMemAlloc, matching every variant). ERROR is
+ *                         name (cuMemAlloc, matching every variant) of an
+ *                         entry point the simulator implements; any other
+ *                         name is rejected. ERROR is
  *                         oom, invalid, unknown, not_ready, a CUDA_ERROR_* name
  *                         or a number. The default error is
  *                         CUDA_ERROR_OUT_OF_MEMORY for allocation-type calls
