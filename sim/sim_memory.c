@@ -8,6 +8,7 @@
 #include "sim_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -128,6 +129,22 @@ static void allocation_shape(size_t size, size_t *alignment, size_t *physical)
     }
 }
 
+/* Device memory is not cleared by the driver: fresh allocations start with a
+ * recognisable pattern instead of zeros, so code that reads before writing
+ * does not pass by luck. Only the first and last page are written, to keep
+ * large allocations uncommitted. */
+#define FRESH_MEMORY_PATTERN 0xA5
+static void poison_fresh_memory(char *base, size_t size)
+{
+    size_t edge = 4096;
+    if (size <= 2 * edge) {
+        memset(base, FRESH_MEMORY_PATTERN, size);
+        return;
+    }
+    memset(base, FRESH_MEMORY_PATTERN, edge);
+    memset(base + size - edge, FRESH_MEMORY_PATTERN, edge);
+}
+
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
                              struct sim_range **out)
 {
@@ -139,7 +156,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     if (!sim_physical_charge(device, physical))
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_range *range = sim_range_new(kind, context, device);
-    void *base = range == NULL ? NULL
+    char *base = range == NULL ? NULL
                                : sim_map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
     if (base == NULL) {
@@ -150,6 +167,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     range->base = (uintptr_t)base;
     range->size = size;
     range->physical = physical;
+    poison_fresh_memory(base, size);
     sim_range_insert(range);
     *out = range;
     return CUDA_SUCCESS;
