@@ -264,3 +264,34 @@ SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUde
     *canAccessPeer = dev != peerDev;
     return CUDA_SUCCESS;
 }
+
+SIM_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib,
+                                            CUdevice srcDevice, CUdevice dstDevice)
+{
+    SIM_ENTER("cuDeviceGetP2PAttribute");
+    struct sim_device *source, *destination;
+    CUresult result = sim_device_lookup(srcDevice, &source);
+    if (result == CUDA_SUCCESS)
+        result = sim_device_lookup(dstDevice, &destination);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (srcDevice == dstDevice)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attrib) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+        *value = 0; /* one NVLink-like fabric: every pair ranks the same */
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+        *value = 1;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED:
+        *value = 0;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}

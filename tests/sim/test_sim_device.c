@@ -203,6 +203,11 @@ Test(launch, kernels_cannot_run_and_say_so)
     start_device(0);
     EXPECT_RESULT(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
                   CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                             .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1};
+    EXPECT_RESULT(cuLaunchKernelEx(&config, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    EXPECT_RESULT(cuLaunchCooperativeKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL),
+                  CUDA_ERROR_NO_BINARY_FOR_GPU);
 }
 
 Test(contexts, limits_and_cache_configuration)
@@ -232,6 +237,12 @@ Test(contexts, peer_access_between_devices, .init = two_devices)
     int can_access;
     EXPECT_OK(cuDeviceCanAccessPeer(&can_access, 0, 1));
     cr_assert_eq(can_access, 1);
+    int supported;
+    EXPECT_OK(cuDeviceGetP2PAttribute(&supported, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1));
+    cr_assert_eq(supported, 1);
+    EXPECT_RESULT(cuDeviceGetP2PAttribute(&supported, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+                                          1, 1),
+                  CUDA_ERROR_INVALID_DEVICE);
     EXPECT_RESULT(cuCtxDisablePeerAccess(one), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
     EXPECT_OK(cuCtxEnablePeerAccess(one, 0));
     EXPECT_RESULT(cuCtxEnablePeerAccess(one, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
