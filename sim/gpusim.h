@@ -6,7 +6,9 @@
  * memfds counted against the device capacity, and every stream is a worker
  * thread that runs copies, memsets, host functions and event records in
  * order. Kernels cannot run: cuLaunchKernel returns
- * CUDA_ERROR_NO_BINARY_FOR_GPU.
+ * CUDA_ERROR_NO_BINARY_FOR_GPU. CUDA arrays, modules, graphs beyond stream
+ * capture, and entry points not listed by cuGetProcAddress are not
+ * simulated (cuGetProcAddress reports them as not found).
  *
  * Control through the environment, read once at the first cuInit. A bad
  * value prints one line naming the variable, the bad text and what is

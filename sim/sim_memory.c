@@ -206,15 +206,20 @@ void sim_free_context_memory(struct sim_context *context)
 
 /* ---- cuMemAlloc / cuMemFree --------------------------------------------- */
 
+/* The current context for an allocation or a free, which are potentially
+ * unsafe during stream capture. */
+static CUresult allocation_context(struct sim_context **context)
+{
+    CUresult result = sim_capture_check_unsafe_call();
+    return result == CUDA_SUCCESS ? sim_require_context(context) : result;
+}
+
 static CUresult memory_allocate(CUdeviceptr *dptr, size_t bytesize)
 {
     if (dptr == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_range *range;
@@ -245,11 +250,8 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 
 static CUresult memory_free(CUdeviceptr dptr)
 {
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     if (dptr == 0)
@@ -409,11 +411,8 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
 {
     if (pp == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_range *range = sim_range_new(kind, context, context->device);
@@ -459,11 +458,8 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     SIM_ENTER("cuMemFreeHost");
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
