@@ -1,31 +1,12 @@
 /* Asynchronous execution on the simulated driver: stream order, events, the
  * legacy default stream's implicit synchronization, per-thread streams and
- * stream-ordered allocation. Multithreaded: also run under TSan. */
+ * stream memory operations. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
 #include "sim_test_support.h"
-
-static void sleep_milliseconds(int milliseconds)
-{
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = milliseconds * 1000000L};
-    nanosleep(&pause, NULL);
-}
-
-struct late_write {
-    atomic_int value;
-    int delay_milliseconds;
-    int written;
-};
-
-static void CUDA_CB write_late(void *argument)
-{
-    struct late_write *late = argument;
-    sleep_milliseconds(late->delay_milliseconds);
-    atomic_store(&late->value, late->written);
-}
 
 Test(streams, a_late_host_function_is_visible_only_after_its_event)
 {
@@ -266,99 +247,6 @@ Test(streams, destroying_a_busy_stream_lets_its_work_finish)
     EXPECT_OK(cuEventDestroy(done));
 }
 
-Test(async_allocation, free_is_stream_ordered)
-{
-    start_device(0);
-    CUstream stream;
-    EXPECT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr pointer;
-    EXPECT_OK(cuMemAllocAsync(&pointer, 3 << 20, stream));
-    cr_assert_eq(gpusim_physical_bytes(0), (size_t)4 << 20);
-    struct late_write late = {.delay_milliseconds = 100, .written = 1};
-    EXPECT_OK(cuLaunchHostFunc(stream, write_late, &late));
-    EXPECT_OK(cuMemFreeAsync(pointer, stream));
-    cr_assert_eq(gpusim_physical_bytes(0), (size_t)4 << 20, "not yet reached by the stream");
-    ((volatile char *)pointer)[0] = 1; /* still valid: the free has not run */
-    EXPECT_RESULT(cuMemFreeAsync(pointer, stream), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_OK(cuStreamSynchronize(stream));
-    cr_assert_eq(gpusim_physical_bytes(0), 0);
-    cr_assert(faults_in_child(read_byte, (void *)pointer), "use after the stream-ordered free");
-    EXPECT_OK(cuStreamDestroy(stream));
-}
-
-Test(async_allocation, pools)
-{
-    start_device(0);
-    CUmemoryPool default_pool, current, created;
-    EXPECT_OK(cuDeviceGetDefaultMemPool(&default_pool, 0));
-    EXPECT_OK(cuDeviceGetMemPool(&current, 0));
-    cr_assert_eq(default_pool, current);
-    CUmemPoolProps properties;
-    memset(&properties, 0, sizeof properties);
-    properties.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    properties.location.id = 0;
-    EXPECT_OK(cuMemPoolCreate(&created, &properties));
-    CUdeviceptr pointer;
-    EXPECT_OK(cuMemAllocFromPoolAsync(&pointer, 1000, created, NULL));
-    cuuint64_t used, used_default;
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    EXPECT_OK(cuMemPoolGetAttribute(default_pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used_default));
-    cr_assert_eq(used, 1000);
-    cr_assert_eq(used_default, 0);
-    CUmemoryPool owner;
-    EXPECT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer));
-    cr_assert_eq(owner, created);
-    EXPECT_OK(cuDeviceSetMemPool(0, created));
-    CUmemLocation device_zero = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
-    EXPECT_OK(cuMemGetMemPool(&current, &device_zero, CU_MEM_ALLOCATION_TYPE_PINNED));
-    cr_assert_eq(current, created, "the location form sees the same current pool");
-    EXPECT_OK(cuMemGetDefaultMemPool(&current, &device_zero, CU_MEM_ALLOCATION_TYPE_PINNED));
-    cr_assert_eq(current, default_pool);
-    CUdeviceptr from_current;
-    allocate_async_function allocate_ptsz =
-        (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
-    EXPECT_OK(allocate_ptsz(&from_current, 10, NULL));
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    cr_assert_eq(used, 1010);
-    EXPECT_OK(cuMemFreeAsync(pointer, NULL));
-    EXPECT_OK(cuMemFree(from_current));
-    EXPECT_OK(cuCtxSynchronize());
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    cr_assert_eq(used, 0);
-    CUmemAccess_flags access;
-    CUmemLocation owner_location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
-    EXPECT_OK(cuMemPoolGetAccess(&access, created, &owner_location));
-    cr_assert_eq(access, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-    CUmemAccessDesc revoke = {.location = owner_location, .flags = CU_MEM_ACCESS_FLAGS_PROT_NONE};
-    EXPECT_RESULT(cuMemPoolSetAccess(created, &revoke, 1), CUDA_ERROR_INVALID_DEVICE);
-    EXPECT_RESULT(cuMemPoolDestroy(default_pool), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_OK(cuMemPoolDestroy(created));
-    EXPECT_OK(cuDeviceGetMemPool(&current, 0));
-    cr_assert_eq(current, default_pool);
-}
-
-Test(copies, synchronous_copies_and_memsets)
-{
-    start_device(0);
-    CUdeviceptr a, b;
-    EXPECT_OK(cuMemAlloc(&a, 1 << 16));
-    EXPECT_OK(cuMemAlloc(&b, 1 << 16));
-    EXPECT_OK(cuMemsetD16(a, 0xBEEF, 1 << 15));
-    EXPECT_OK(cuMemcpyDtoD(b, a, 1 << 16));
-    unsigned short host[8];
-    EXPECT_OK(cuMemcpyDtoH(host, b + 64, sizeof host));
-    cr_assert_eq(host[7], 0xBEEF);
-    EXPECT_OK(cuMemsetD2D8(a, 256, 0x7, 16, 4));
-    unsigned char rows[1024];
-    EXPECT_OK(cuMemcpy((CUdeviceptr)rows, a, sizeof rows));
-    cr_assert_eq(rows[256 + 15], 0x7);
-    cr_assert_eq(rows[256 + 16], 0xEF, "outside the 2D region");
-    EXPECT_RESULT(cuMemcpyHtoD(a + (1 << 16) - 4, host, 8), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_RESULT(cuMemsetD32(a + 2, 0, 1), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_RESULT(cuMemcpyHtoD((CUdeviceptr)rows, host, 8), CUDA_ERROR_INVALID_VALUE);
-}
-
 struct thread_stream_work {
     CUcontext context;
     struct late_write *late;
@@ -458,37 +346,3 @@ Test(streams, write_value_and_wait_value_conditions)
                   CUDA_ERROR_INVALID_VALUE);
 }
 
-Test(copies, two_dimensional_copies_respect_pitches)
-{
-    start_device(0);
-    CUdeviceptr pitched;
-    size_t pitch;
-    EXPECT_OK(cuMemAllocPitch(&pitched, &pitch, 100, 8, 4));
-    EXPECT_OK(cuMemsetD8(pitched, 0xEE, pitch * 8));
-    unsigned char rows[8][100];
-    for (int row = 0; row < 8; row++)
-        memset(rows[row], row + 1, sizeof rows[row]);
-    CUDA_MEMCPY2D upload = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = rows,
-                            .srcPitch = sizeof rows[0], .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-                            .dstDevice = pitched, .dstPitch = pitch,
-                            .WidthInBytes = sizeof rows[0], .Height = 8};
-    EXPECT_OK(cuMemcpy2D(&upload));
-    unsigned char device_view[8 * 512];
-    cr_assert_leq(pitch * 8, sizeof device_view);
-    EXPECT_OK(cuMemcpyDtoH(device_view, pitched, pitch * 8));
-    cr_assert_eq(device_view[3 * pitch + 99], 4);
-    cr_assert_eq(device_view[3 * pitch + 100], 0xEE, "the padding is not written");
-    unsigned char back[4][50];
-    CUDA_MEMCPY2D download = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = pitched,
-                              .srcPitch = pitch, .srcXInBytes = 10, .srcY = 2,
-                              .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = back,
-                              .dstPitch = sizeof back[0], .WidthInBytes = 50, .Height = 4};
-    EXPECT_OK(cuMemcpy2DAsync(&download, NULL));
-    EXPECT_OK(cuStreamSynchronize(NULL));
-    cr_assert_eq(back[0][0], 3);
-    cr_assert_eq(back[3][49], 6);
-    download.Height = 7; /* rows 2..8 run past the allocation */
-    EXPECT_RESULT(cuMemcpy2D(&download), CUDA_ERROR_INVALID_VALUE);
-    download.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    EXPECT_RESULT(cuMemcpy2D(&download), CUDA_ERROR_NOT_SUPPORTED);
-}
