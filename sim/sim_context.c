@@ -94,6 +94,16 @@ void sim_context_drain(struct sim_context *context)
     free(streams);
 }
 
+/* Under sim.lock: streams whose workers have not left yet. */
+static bool has_closed_streams(struct sim_context *context)
+{
+    struct sim_stream *stream;
+    LIST_FOREACH(stream, &context->streams, context_link)
+        if (stream->closed)
+            return true;
+    return false;
+}
+
 void sim_context_teardown(struct sim_context *context)
 {
     sim_context_drain(context);
@@ -108,7 +118,7 @@ void sim_context_teardown(struct sim_context *context)
     context->active = false;
     /* The workers are idle and closing: wait until they have left, so the
      * context can be reused or freed. */
-    while (!LIST_EMPTY(&context->streams)) {
+    while (has_closed_streams(context)) {
         sim_unlock();
         sched_yield();
         sim_lock();

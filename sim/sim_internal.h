@@ -58,10 +58,10 @@ struct sim_entry_point {
 /* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL. */
 CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 
-#define SIM_ENTRY_(exported_name, klass, needs_init)                                    \
+#define SIM_ENTRY_(exported_name, entry_class_value, needs_init)                                    \
     do {                                                                                \
         static struct sim_entry_point entry_point_ = {.name = exported_name,            \
-                                                      .entry_class = klass};            \
+                                                      .entry_class = entry_class_value};            \
         CUresult entry_result_ = sim_enter(&entry_point_, needs_init);                  \
         if (entry_result_ != CUDA_SUCCESS)                                              \
             return entry_result_;                                                       \
