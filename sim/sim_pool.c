@@ -400,13 +400,13 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (stream->capture != NULL || range->kind == SIM_RANGE_CAPTURED) {
-        /* A free inside a capture is a graph node; a captured allocation can
-         * only be freed by a graph or after the graph ran. */
-        bool allowed = stream->capture != NULL;
+        /* Inside a capture the free is a graph node and must name a graph
+         * allocation; a graph allocation cannot be freed outside a graph
+         * before the graph has run, which it never does here. */
+        bool allowed = stream->capture != NULL && range->kind == SIM_RANGE_CAPTURED;
         if (allowed) {
             sim_capture_record_node(stream);
-            if (range->kind == SIM_RANGE_CAPTURED)
-                range->free_pending = true;
+            range->free_pending = true;
         }
         sim_unlock();
         return allowed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
