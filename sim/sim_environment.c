@@ -16,7 +16,8 @@ static _Noreturn void reject(const char *variable, const char *text, const char 
     exit(2);
 }
 
-bool sim_parse_size(const char *text, size_t *bytes)
+/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
+static bool parse_size(const char *text, size_t *bytes)
 {
     static const struct {
         const char *unit;
@@ -161,7 +162,7 @@ void sim_read_environment(struct sim_settings *settings)
     const char *memory = getenv("GPUSIM_MEMORY");
     if (memory != NULL) {
         size_t bytes;
-        if (!sim_parse_size(memory, &bytes) || bytes < SIM_PAGE_GRANULARITY)
+        if (!parse_size(memory, &bytes) || bytes < SIM_PAGE_GRANULARITY)
             reject("GPUSIM_MEMORY", memory, memory_accepted);
         settings->memory_per_device = bytes;
     }

@@ -105,9 +105,6 @@ struct sim_settings {
 /* Parses GPUSIM_*; on a bad value prints one line and exits with status 2. */
 void sim_read_environment(struct sim_settings *settings);
 
-/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
-bool sim_parse_size(const char *text, size_t *bytes);
-
 /* Error code for a GPUSIM_FAIL name ("oom", "invalid", 700, CUDA_ERROR_*). */
 bool sim_parse_error_name(const char *text, CUresult *error);
 
@@ -200,10 +197,6 @@ CUresult sim_require_context(struct sim_context **context);
 CUresult sim_device_lookup(CUdevice ordinal, struct sim_device **device);
 /* Waits until every stream of the context has drained. */
 void sim_context_drain(struct sim_context *context);
-/* Called when a primary context is activated for the first time. */
-void sim_context_activate(struct sim_context *context);
-/* Frees streams, events and memory of a context (reset/destroy). */
-void sim_context_teardown(struct sim_context *context);
 
 /* ---- device memory accounting (sim_memory.c) ---------------------------- */
 
@@ -253,15 +246,11 @@ struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *co
 
 /* Registry of ranges; call under sim.lock. */
 void sim_range_insert(struct sim_range *range);
-void sim_range_remove(struct sim_range *range);
 /* The range containing `address`, or NULL. */
 struct sim_range *sim_range_find(uintptr_t address);
 /* Applies `visit` to every range (stops when it returns false). */
 void sim_range_foreach(bool (*visit)(struct sim_range *, void *), void *argument);
 
-/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
- * followed by an inaccessible guard page; NULL when out of address space. */
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping);
 /* Allocates device memory of the current kind and registers it; charges the
  * capacity. Under sim.lock. */
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,

@@ -42,7 +42,7 @@ void sim_range_insert(struct sim_range *range)
     RB_INSERT(sim_range_tree, &ranges, range);
 }
 
-void sim_range_remove(struct sim_range *range)
+static void range_remove(struct sim_range *range)
 {
     RB_REMOVE(sim_range_tree, &ranges, range);
 }
@@ -87,7 +87,10 @@ static size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping)
+/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
+ * followed by an inaccessible guard page; NULL when out of address space. */
+static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
+                            void **mapping)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (alignment < page)
@@ -157,7 +160,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_range *range = sim_range_new(kind, context, device);
     char *base = range == NULL ? NULL
-                               : sim_map_region(size, alignment, &range->mapping_size,
+                               : map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
     if (base == NULL) {
         free(range);
@@ -175,7 +178,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
 
 void sim_range_destroy(struct sim_range *range)
 {
-    sim_range_remove(range);
+    range_remove(range);
     if (range->mapping != NULL)
         munmap(range->mapping, range->mapping_size);
     if (range->shared_fd >= 0)
@@ -418,7 +421,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
     struct sim_range *range = sim_range_new(kind, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *base = sim_map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
+    void *base = map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
     if (base == NULL) {
         free(range);
         return CUDA_ERROR_OUT_OF_MEMORY;
