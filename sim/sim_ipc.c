@@ -38,7 +38,9 @@ static bool make_shareable(struct sim_range *range)
         return false;
     }
     /* Copy only pages that were ever touched: the rest read as zero in both
-     * and copying them would commit the whole allocation. */
+     * and copying them would commit the whole allocation. mincore reports
+     * swapped-out pages as absent, so on a swapping host their contents
+     * would be lost; test machines are not expected to swap. */
     size_t pages = usable / page;
     unsigned char *resident = malloc(pages);
     if (resident == NULL || mincore((void *)range->base, usable, resident) != 0) {
