@@ -19,6 +19,10 @@
  *   GPUSIM_MEMORY=SIZE    capacity of each device (default 80GiB). SIZE is a
  *                         number with an optional unit B, KiB, MiB, GiB, TiB
  *                         (or K, M, G, T, KB, MB, GB, TB: all powers of 1024).
+ *   GPUSIM_GRANULARITY=SIZE  VMM allocation granularity reported by
+ *                         cuMemGetAllocationGranularity and required of
+ *                         cuMemCreate/cuMemMap sizes and addresses: a power of
+ *                         two from the host page size to 1GiB (default 2MiB).
  *   GPUSIM_FAIL=RULES     injected failures, comma-separated rules:
  *                           NAME:N         the Nth call (1-based) of NAME fails
  *                           NAME:N+        the Nth and every later call fails

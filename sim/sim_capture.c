@@ -109,7 +109,7 @@ CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdevicept
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Reserved but inaccessible: the memory exists only while the graph
      * runs, and touching it before then faults. */
-    size_t span = (size + SIM_PAGE_GRANULARITY - 1) / SIM_PAGE_GRANULARITY * SIM_PAGE_GRANULARITY;
+    size_t span = (size + SIM_LARGE_PAGE - 1) / SIM_LARGE_PAGE * SIM_LARGE_PAGE;
     void *base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
         free(range);

@@ -31,9 +31,10 @@
  * cuGetProcAddress requests. */
 #define SIM_DRIVER_VERSION 13000
 #define SIM_MAX_DEVICES 16
-/* VMM granularity and the alignment of large cuMemAlloc regions, as on
+/* The driver's large page: large cuMemAlloc regions are aligned to it and
+ * charged in whole pages, and it is the default VMM granularity, as on
  * Hopper. */
-#define SIM_PAGE_GRANULARITY ((size_t)2 << 20)
+#define SIM_LARGE_PAGE ((size_t)2 << 20)
 /* cuMemAlloc guarantees at least this alignment for every allocation. */
 #define SIM_SMALL_ALIGNMENT ((size_t)512)
 
@@ -95,6 +96,7 @@ struct sim_fail_rule {
 struct sim_settings {
     int device_count;
     size_t memory_per_device;
+    size_t granularity; /* VMM allocation granularity */
     struct sim_fail_rule fail_rules[SIM_MAX_FAIL_RULES];
     int fail_rule_count;
     double fail_rate;

@@ -123,9 +123,9 @@ static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
  * large pages; small ones are charged in 512-byte units. */
 static void allocation_shape(size_t size, size_t *alignment, size_t *physical)
 {
-    if (size >= SIM_PAGE_GRANULARITY) {
-        *alignment = SIM_PAGE_GRANULARITY;
-        *physical = round_up(size, SIM_PAGE_GRANULARITY);
+    if (size >= SIM_LARGE_PAGE) {
+        *alignment = SIM_LARGE_PAGE;
+        *physical = round_up(size, SIM_LARGE_PAGE);
     } else {
         *alignment = SIM_SMALL_ALIGNMENT;
         *physical = round_up(size, SIM_SMALL_ALIGNMENT);
