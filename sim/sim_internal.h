@@ -358,7 +358,6 @@ struct sim_stream {
     TAILQ_HEAD(, sim_work) queue;
     unsigned long long submitted; /* sequence of the last queued item */
     unsigned long long completed; /* sequence of the last finished item */
-    bool worker_running;
     bool closing;
 
     struct sim_capture *capture; /* under sim.lock */
@@ -430,22 +429,17 @@ struct sim_capture {
     CUstreamCaptureStatus status;
     struct sim_stream *origin;
     pthread_t thread;
-    size_t node_count;
     struct sim_graph *graph;
     LIST_ENTRY(sim_capture) link;
 };
 
 struct sim_graph {
     struct sim_handle handle;
-    size_t node_count;
 };
 
 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread may not make a
  * potentially unsafe call now (and invalidates the capture that forbids it). */
 CUresult sim_capture_check_unsafe_call(void);
-/* Records a work item into the capture of `stream` instead of running it.
- * Under sim.lock. */
-void sim_capture_record_node(struct sim_stream *stream);
 /* Records an async allocation into the capture's graph. Under sim.lock. */
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address);
 /* Invalidates the capture of a stream (an illegal call was made). */

@@ -107,7 +107,6 @@ static void *stream_worker(void *argument)
         pthread_cond_broadcast(&stream->changed);
         free(work);
     }
-    stream->worker_running = false;
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
     sim_lock();
@@ -134,7 +133,6 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
     pthread_mutex_init(&stream->mutex, NULL);
     pthread_cond_init(&stream->changed, NULL);
     TAILQ_INIT(&stream->queue);
-    stream->worker_running = true;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
@@ -338,8 +336,7 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
     pthread_mutex_lock(&context->submit_lock);
     sim_lock();
     if (stream->capture != NULL) {
-        /* Captured work becomes a graph node and does not run now. */
-        sim_capture_record_node(stream);
+        /* Captured work belongs to the graph and does not run now. */
         sim_unlock();
         pthread_mutex_unlock(&context->submit_lock);
         if (copy->kind == SIM_WORK_WAIT)
