@@ -10,6 +10,10 @@
  * capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
+ * A child forked after cuInit cannot use the driver (its threads and state
+ * stay with the parent): there every call that needs cuInit, and cuInit
+ * itself, returns CUDA_ERROR_NOT_INITIALIZED.
+ *
  * Control through the environment, read once at the first cuInit. A bad
  * value prints one line naming the variable, the bad text and what is
  * accepted, and the process exits with status 2.

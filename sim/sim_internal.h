@@ -176,6 +176,9 @@ struct sim_context {
 struct sim_state {
     pthread_mutex_t lock;
     atomic_bool initialized;
+    /* Set in the child of a fork taken after cuInit: the driver's threads
+     * and state belong to the parent, so the child cannot use CUDA. */
+    atomic_bool forked_after_init;
     struct sim_settings settings;
     int device_count;
     struct sim_device devices[SIM_MAX_DEVICES];
