@@ -260,6 +260,10 @@ void sim_range_foreach(bool (*visit)(struct sim_range *, void *), void *argument
  * capacity. Under sim.lock. */
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
                              struct sim_range **out);
+/* The range that starts at `address` and satisfies `accepts`, once the work
+ * queued in its context (which may still use it) has finished. Returns it
+ * with sim.lock held, or NULL without the lock when there is none. */
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *));
 /* Unregisters, unmaps and uncharges a range. Under sim.lock. */
 void sim_range_destroy(struct sim_range *range);
 /* Frees all device allocations that belong to a context. Under sim.lock. */

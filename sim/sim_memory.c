@@ -251,6 +251,33 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *))
+{
+    sim_lock();
+    struct sim_range *range = sim_range_find(address);
+    bool found = range != NULL && range->base == address && accepts(range);
+    struct sim_context *owner = found ? range->context : NULL;
+    sim_unlock();
+    if (!found)
+        return NULL;
+    if (owner != NULL)
+        sim_context_drain(owner);
+    sim_lock();
+    /* Another thread may have freed it meanwhile. */
+    range = sim_range_find(address);
+    if (range != NULL && range->base == address && accepts(range))
+        return range;
+    sim_unlock();
+    return NULL;
+}
+
+static bool freeable_by_cuMemFree(const struct sim_range *range)
+{
+    return !range->free_pending && (range->kind == SIM_RANGE_DEVICE ||
+                                    range->kind == SIM_RANGE_POOL ||
+                                    range->kind == SIM_RANGE_MANAGED);
+}
+
 static CUresult memory_free(CUdeviceptr dptr)
 {
     struct sim_context *context;
@@ -259,23 +286,10 @@ static CUresult memory_free(CUdeviceptr dptr)
         return result;
     if (dptr == 0)
         return CUDA_SUCCESS;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)dptr);
-    bool valid = range != NULL && range->base == (uintptr_t)dptr && !range->free_pending &&
-                 (range->kind == SIM_RANGE_DEVICE || range->kind == SIM_RANGE_POOL ||
-                  range->kind == SIM_RANGE_MANAGED);
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* cuMemFree synchronizes: in-flight work may still use the memory. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)dptr);
-    if (range == NULL || range->base != (uintptr_t)dptr || range->free_pending) {
-        sim_unlock();
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)dptr, freeable_by_cuMemFree);
+    if (range == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    }
     if (range->pool != NULL)
         sim_pool_free_now(range);
     else
@@ -458,6 +472,13 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
     return host_allocate(pp, bytesize, 0, SIM_RANGE_HOST);
 }
 
+/* cuMemHostAlloc memory, as opposed to registered memory, which the program
+ * owns. */
+static bool allocated_pinned_memory(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_HOST && range->mapping != NULL;
+}
+
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     SIM_ENTER("cuMemFreeHost");
@@ -465,19 +486,11 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
     CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)p);
-    bool valid = range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST;
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* Like cuMemFree, freeing pinned memory waits for work that may use it. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)p);
-    if (range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST)
-        sim_range_destroy(range);
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)p, allocated_pinned_memory);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_range_destroy(range);
     sim_unlock();
     return CUDA_SUCCESS;
 }

@@ -555,98 +555,61 @@ SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
     return stream_query(hStream, true);
 }
 
-static CUresult stream_get_flags(CUstream hStream, unsigned int *flags, bool per_thread_default)
+enum stream_property {
+    STREAM_FLAGS,
+    STREAM_PRIORITY,
+    STREAM_ID,
+    STREAM_CONTEXT,
+    STREAM_DEVICE,
+};
+
+/* The cuStreamGet* queries: one property of a stream into `out`. */
+static CUresult stream_property(CUstream hStream, bool per_thread_default,
+                                enum stream_property property, void *out)
 {
-    if (flags == NULL)
+    if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
     CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *flags = stream->flags;
-    return result;
+    if (result != CUDA_SUCCESS)
+        return result;
+    switch (property) {
+    case STREAM_FLAGS:
+        *(unsigned int *)out = stream->flags;
+        break;
+    case STREAM_PRIORITY:
+        *(int *)out = stream->priority;
+        break;
+    case STREAM_ID:
+        *(unsigned long long *)out = stream->id;
+        break;
+    case STREAM_CONTEXT:
+        *(CUcontext *)out = (CUcontext)stream->context;
+        break;
+    case STREAM_DEVICE:
+        *(CUdevice *)out = stream->context->device->ordinal;
+        break;
+    }
+    return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-    SIM_ENTER("cuStreamGetFlags");
-    return stream_get_flags(hStream, flags, false);
-}
+#define STREAM_QUERY(name, type, property, per_thread)                                        \
+    SIM_EXPORT CUresult name(CUstream hStream, type *out)                                     \
+    {                                                                                         \
+        SIM_ENTER(#name);                                                                     \
+        return stream_property(hStream, per_thread, property, out);                           \
+    }
 
-SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-    SIM_ENTER("cuStreamGetFlags_ptsz");
-    return stream_get_flags(hStream, flags, true);
-}
-
-static CUresult stream_get_priority(CUstream hStream, int *priority, bool per_thread_default)
-{
-    if (priority == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *priority = stream->priority;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{
-    SIM_ENTER("cuStreamGetPriority");
-    return stream_get_priority(hStream, priority, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{
-    SIM_ENTER("cuStreamGetPriority_ptsz");
-    return stream_get_priority(hStream, priority, true);
-}
-
-static CUresult stream_get_id(CUstream hStream, unsigned long long *streamId,
-                              bool per_thread_default)
-{
-    if (streamId == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *streamId = stream->id;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
-{
-    SIM_ENTER("cuStreamGetId");
-    return stream_get_id(hStream, streamId, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
-{
-    SIM_ENTER("cuStreamGetId_ptsz");
-    return stream_get_id(hStream, streamId, true);
-}
-
-static CUresult stream_get_context(CUstream hStream, CUcontext *pctx, bool per_thread_default)
-{
-    if (pctx == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *pctx = (CUcontext)stream->context;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{
-    SIM_ENTER("cuStreamGetCtx");
-    return stream_get_context(hStream, pctx, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{
-    SIM_ENTER("cuStreamGetCtx_ptsz");
-    return stream_get_context(hStream, pctx, true);
-}
+STREAM_QUERY(cuStreamGetFlags, unsigned int, STREAM_FLAGS, false)
+STREAM_QUERY(cuStreamGetFlags_ptsz, unsigned int, STREAM_FLAGS, true)
+STREAM_QUERY(cuStreamGetPriority, int, STREAM_PRIORITY, false)
+STREAM_QUERY(cuStreamGetPriority_ptsz, int, STREAM_PRIORITY, true)
+STREAM_QUERY(cuStreamGetId, unsigned long long, STREAM_ID, false)
+STREAM_QUERY(cuStreamGetId_ptsz, unsigned long long, STREAM_ID, true)
+STREAM_QUERY(cuStreamGetCtx, CUcontext, STREAM_CONTEXT, false)
+STREAM_QUERY(cuStreamGetCtx_ptsz, CUcontext, STREAM_CONTEXT, true)
+STREAM_QUERY(cuStreamGetDevice, CUdevice, STREAM_DEVICE, false)
+STREAM_QUERY(cuStreamGetDevice_ptsz, CUdevice, STREAM_DEVICE, true)
 
 SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
 {
@@ -654,7 +617,7 @@ SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreen
     if (pGreenCtx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     *pGreenCtx = NULL; /* green contexts are not simulated */
-    return stream_get_context(hStream, pCtx, false);
+    return stream_property(hStream, false, STREAM_CONTEXT, pCtx);
 }
 
 SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
@@ -664,30 +627,7 @@ SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
     if (pGreenCtx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     *pGreenCtx = NULL;
-    return stream_get_context(hStream, pCtx, true);
-}
-
-static CUresult stream_get_device(CUstream hStream, CUdevice *device, bool per_thread_default)
-{
-    if (device == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *device = stream->context->device->ordinal;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
-{
-    SIM_ENTER("cuStreamGetDevice");
-    return stream_get_device(hStream, device, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
-{
-    SIM_ENTER("cuStreamGetDevice_ptsz");
-    return stream_get_device(hStream, device, true);
+    return stream_property(hStream, true, STREAM_CONTEXT, pCtx);
 }
 
 static CUresult launch_host_function(CUstream hStream, CUhostFn fn, void *userData,

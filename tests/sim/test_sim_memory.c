@@ -138,6 +138,7 @@ Test(host_memory, registration)
     CUdeviceptr device_view;
     EXPECT_OK(cuMemHostGetDevicePointer(&device_view, buffer, 0));
     cr_assert_eq(device_view, (CUdeviceptr)buffer);
+    EXPECT_RESULT(cuMemFreeHost(buffer), CUDA_ERROR_INVALID_VALUE);
     EXPECT_OK(cuMemHostUnregister(buffer));
     EXPECT_RESULT(cuMemHostUnregister(buffer), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }

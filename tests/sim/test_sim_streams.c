@@ -108,7 +108,7 @@ Test(streams, blocking_streams_wait_for_prior_legacy_work)
 
 Test(streams, flags_priority_and_ids)
 {
-    start_device(0);
+    CUcontext context = start_device(0);
     CUstream stream;
     EXPECT_OK(cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, -3));
     unsigned flags;
@@ -118,6 +118,13 @@ Test(streams, flags_priority_and_ids)
     EXPECT_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
     cr_assert_eq(flags, CU_STREAM_NON_BLOCKING);
     cr_assert_eq(priority, -3);
+    CUcontext owner;
+    CUdevice device = -1;
+    EXPECT_OK(cuStreamGetCtx(stream, &owner));
+    EXPECT_OK(cuStreamGetDevice(stream, &device));
+    cr_assert_eq(owner, context);
+    cr_assert_eq(device, 0);
+    EXPECT_RESULT(cuStreamGetDevice(stream, NULL), CUDA_ERROR_INVALID_VALUE);
     cr_assert(greatest <= priority && priority <= least);
     unsigned long long id, legacy_id, per_thread_id, default_id;
     EXPECT_OK(cuStreamGetId(stream, &id));
