@@ -479,22 +479,31 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
     return stream_destroy(hStream);
 }
 
-static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
+/* A stream the host is about to wait for or query. Neither is allowed on a
+ * capturing stream (it has no real work to observe), and trying invalidates
+ * its capture. */
+static CUresult stream_for_host_observation(CUstream hStream, bool per_thread_default,
+                                            struct sim_stream **stream)
 {
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
-    result = sim_capture_check_unsafe_call();
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, stream);
+    if (result == CUDA_SUCCESS)
+        result = sim_capture_check_unsafe_call();
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
-    bool capturing = stream->capture != NULL;
-    if (capturing)
-        sim_capture_invalidate(stream->capture);
+    struct sim_capture *capture = (*stream)->capture;
+    if (capture != NULL)
+        sim_capture_invalidate(capture);
     sim_unlock();
-    if (capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return capture != NULL ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
+{
+    struct sim_stream *stream;
+    CUresult result = stream_for_host_observation(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
     atomic_fetch_add(&sim.synchronizations, 1);
     if (stream->legacy) {
         /* Synchronizing the legacy stream also waits for the blocking streams
@@ -526,19 +535,9 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 static CUresult stream_query(CUstream hStream, bool per_thread_default)
 {
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    CUresult result = stream_for_host_observation(hStream, per_thread_default, &stream);
     if (result != CUDA_SUCCESS)
         return result;
-    result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
-    sim_lock();
-    bool capturing = stream->capture != NULL;
-    if (capturing)
-        sim_capture_invalidate(stream->capture);
-    sim_unlock();
-    if (capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     unsigned long long last;
     return has_pending_work(stream, &last) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
