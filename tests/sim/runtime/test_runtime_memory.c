@@ -112,6 +112,7 @@ Test(runtime_memory, managed_memory_is_reachable_from_the_host)
 Test(runtime_memory, pitched_rows_and_2d_copies_keep_each_row)
 {
     enum { width = 100, height = 8 };
+    skip_unless_driver_exports("cuMemcpy2DUnaligned_v2");
     void *pitched = NULL;
     size_t pitch = 0;
     assert_cuda_success(cudaMallocPitch(&pitched, &pitch, width, height));
@@ -163,6 +164,7 @@ Test(runtime_memory, freeing_an_unknown_pointer_fails_and_is_recorded)
 
 Test(runtime_memory, ipc_handles_exist_for_device_allocations_only)
 {
+    skip_unless_driver_exports("cuIpcGetMemHandle");
     void *device_memory = NULL;
     assert_cuda_success(cudaMalloc(&device_memory, 1 << 20));
     cudaIpcMemHandle_t handle;
