@@ -161,19 +161,3 @@ Test(runtime_memory, freeing_an_unknown_pointer_fails_and_is_recorded)
     cr_assert_neq(cudaFree(&not_device_memory), cudaSuccess);
     cr_assert_neq(cudaGetLastError(), cudaSuccess);
 }
-
-Test(runtime_memory, ipc_handles_exist_for_device_allocations_only)
-{
-    skip_unless_driver_exports("cuIpcGetMemHandle");
-    void *device_memory = NULL;
-    assert_cuda_success(cudaMalloc(&device_memory, 1 << 20));
-    cudaIpcMemHandle_t handle;
-    memset(&handle, 0, sizeof handle);
-    assert_cuda_success(cudaIpcGetMemHandle(&handle, device_memory));
-    cudaIpcMemHandle_t empty;
-    memset(&empty, 0, sizeof empty);
-    cr_assert(memcmp(&handle, &empty, sizeof handle) != 0, "the handle is all zeros");
-    int host_variable;
-    cr_assert_neq(cudaIpcGetMemHandle(&handle, &host_variable), cudaSuccess);
-    assert_cuda_success(cudaFree(device_memory));
-}
