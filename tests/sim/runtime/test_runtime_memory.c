@@ -35,6 +35,17 @@ Test(runtime_memory, device_memory_round_trips_through_copies_and_fills)
     free(back);
 }
 
+Test(runtime_memory, host_to_host_copies_work_synchronously_and_in_stream_order)
+{
+    char source[64], destination[64] = { 0 }, later[64] = { 0 };
+    fill_pattern((unsigned char *)source, sizeof source, 5);
+    assert_cuda_success(cudaMemcpy(destination, source, sizeof source, cudaMemcpyHostToHost));
+    cr_assert_arr_eq(destination, source, sizeof source);
+    assert_cuda_success(cudaMemcpyAsync(later, source, sizeof source, cudaMemcpyHostToHost, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_arr_eq(later, source, sizeof source);
+}
+
 Test(runtime_memory, zero_bytes_give_a_null_pointer_and_success)
 {
     void *pointer = (void *)0x1;
