@@ -236,8 +236,7 @@ static bool has_pending_work(struct sim_stream *stream, unsigned long long *last
     return pending;
 }
 
-/* Returns the work's sequence number: once the mutex is released the worker
- * may run and free the work, so the caller must not read it afterwards. */
+/* Queues `work`, which the worker frees once done; returns its sequence. */
 static unsigned long long append(struct sim_stream *stream, struct sim_work *work)
 {
     pthread_mutex_lock(&stream->mutex);
@@ -314,9 +313,9 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
         return CUDA_SUCCESS;
     }
     CUresult result = add_implicit_waits(stream);
-    unsigned long long submitted = 0;
+    unsigned long long queued = 0;
     if (result == CUDA_SUCCESS)
-        submitted = append(stream, copy);
+        queued = append(stream, copy);
     sim_unlock();
     pthread_mutex_unlock(&context->submit_lock);
     if (result != CUDA_SUCCESS) {
@@ -324,7 +323,7 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
         return result;
     }
     if (sequence != NULL)
-        *sequence = submitted;
+        *sequence = queued;
     return CUDA_SUCCESS;
 }
 
