@@ -1,0 +1,523 @@
+#include "pickle_reader.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_VALUES 4096
+
+struct pickle_chunk {
+    struct pickle_chunk *next;
+    size_t used;
+    struct pickle_value values[CHUNK_VALUES];
+};
+
+/* Every opcode of protocols 0 to 5, so a refusal can name what it saw. */
+struct opcode_info {
+    const char *name;
+    enum {
+        OPCODE_DATA,        /* understood */
+        OPCODE_CODE,        /* imports or calls: refused for safety */
+        OPCODE_UNSUPPORTED, /* harmless, but no snapshot writer emits it */
+    } kind;
+};
+
+static const struct opcode_info opcodes[256] = {
+    ['('] = {"MARK", OPCODE_DATA},
+    ['.'] = {"STOP", OPCODE_DATA},
+    ['0'] = {"POP", OPCODE_UNSUPPORTED},
+    ['1'] = {"POP_MARK", OPCODE_UNSUPPORTED},
+    ['2'] = {"DUP", OPCODE_UNSUPPORTED},
+    ['F'] = {"FLOAT", OPCODE_UNSUPPORTED},
+    ['I'] = {"INT", OPCODE_UNSUPPORTED},
+    ['J'] = {"BININT", OPCODE_DATA},
+    ['K'] = {"BININT1", OPCODE_DATA},
+    ['L'] = {"LONG", OPCODE_UNSUPPORTED},
+    ['M'] = {"BININT2", OPCODE_DATA},
+    ['N'] = {"NONE", OPCODE_DATA},
+    ['P'] = {"PERSID", OPCODE_CODE},
+    ['Q'] = {"BINPERSID", OPCODE_CODE},
+    ['R'] = {"REDUCE", OPCODE_CODE},
+    ['S'] = {"STRING", OPCODE_UNSUPPORTED},
+    ['T'] = {"BINSTRING", OPCODE_UNSUPPORTED},
+    ['U'] = {"SHORT_BINSTRING", OPCODE_UNSUPPORTED},
+    ['V'] = {"UNICODE", OPCODE_UNSUPPORTED},
+    ['X'] = {"BINUNICODE", OPCODE_DATA},
+    ['a'] = {"APPEND", OPCODE_DATA},
+    ['b'] = {"BUILD", OPCODE_CODE},
+    ['c'] = {"GLOBAL", OPCODE_CODE},
+    ['d'] = {"DICT", OPCODE_DATA},
+    ['}'] = {"EMPTY_DICT", OPCODE_DATA},
+    ['e'] = {"APPENDS", OPCODE_DATA},
+    ['g'] = {"GET", OPCODE_UNSUPPORTED},
+    ['h'] = {"BINGET", OPCODE_DATA},
+    ['i'] = {"INST", OPCODE_CODE},
+    ['j'] = {"LONG_BINGET", OPCODE_DATA},
+    ['l'] = {"LIST", OPCODE_DATA},
+    [']'] = {"EMPTY_LIST", OPCODE_DATA},
+    ['o'] = {"OBJ", OPCODE_CODE},
+    ['p'] = {"PUT", OPCODE_UNSUPPORTED},
+    ['q'] = {"BINPUT", OPCODE_DATA},
+    ['r'] = {"LONG_BINPUT", OPCODE_DATA},
+    ['s'] = {"SETITEM", OPCODE_DATA},
+    ['t'] = {"TUPLE", OPCODE_DATA},
+    [')'] = {"EMPTY_TUPLE", OPCODE_DATA},
+    ['u'] = {"SETITEMS", OPCODE_DATA},
+    ['G'] = {"BINFLOAT", OPCODE_DATA},
+    [0x80] = {"PROTO", OPCODE_DATA},
+    [0x81] = {"NEWOBJ", OPCODE_CODE},
+    [0x82] = {"EXT1", OPCODE_CODE},
+    [0x83] = {"EXT2", OPCODE_CODE},
+    [0x84] = {"EXT4", OPCODE_CODE},
+    [0x85] = {"TUPLE1", OPCODE_DATA},
+    [0x86] = {"TUPLE2", OPCODE_DATA},
+    [0x87] = {"TUPLE3", OPCODE_DATA},
+    [0x88] = {"NEWTRUE", OPCODE_DATA},
+    [0x89] = {"NEWFALSE", OPCODE_DATA},
+    [0x8a] = {"LONG1", OPCODE_DATA},
+    [0x8b] = {"LONG4", OPCODE_DATA},
+    ['B'] = {"BINBYTES", OPCODE_DATA},
+    ['C'] = {"SHORT_BINBYTES", OPCODE_DATA},
+    [0x8c] = {"SHORT_BINUNICODE", OPCODE_DATA},
+    [0x8d] = {"BINUNICODE8", OPCODE_DATA},
+    [0x8e] = {"BINBYTES8", OPCODE_DATA},
+    [0x8f] = {"EMPTY_SET", OPCODE_UNSUPPORTED},
+    [0x90] = {"ADDITEMS", OPCODE_UNSUPPORTED},
+    [0x91] = {"FROZENSET", OPCODE_UNSUPPORTED},
+    [0x92] = {"NEWOBJ_EX", OPCODE_CODE},
+    [0x93] = {"STACK_GLOBAL", OPCODE_CODE},
+    [0x94] = {"MEMOIZE", OPCODE_DATA},
+    [0x95] = {"FRAME", OPCODE_DATA},
+    [0x96] = {"BYTEARRAY8", OPCODE_UNSUPPORTED},
+    [0x97] = {"NEXT_BUFFER", OPCODE_CODE},
+    [0x98] = {"READONLY_BUFFER", OPCODE_CODE},
+};
+
+struct reader {
+    const uint8_t *data;
+    size_t length;
+    size_t offset;        /* next byte to read */
+    size_t opcode_offset; /* where the current opcode starts, for messages */
+    struct pickle_document *document;
+    struct pickle_value **stack;
+    size_t stack_count, stack_capacity;
+    size_t *marks; /* stack heights at each MARK */
+    size_t mark_count, mark_capacity;
+    struct pickle_value **memo;
+    size_t memo_capacity;
+    size_t memo_entries; /* distinct memo keys set; MEMOIZE uses it as the next key */
+    struct replay_error *error;
+};
+
+const char *pickle_kind_name(enum pickle_kind kind)
+{
+    static const char *const names[] = {
+        [PICKLE_NONE] = "None",   [PICKLE_BOOL] = "bool",   [PICKLE_INT] = "int",
+        [PICKLE_FLOAT] = "float", [PICKLE_STRING] = "str",  [PICKLE_BYTES] = "bytes",
+        [PICKLE_LIST] = "list",   [PICKLE_TUPLE] = "tuple", [PICKLE_DICT] = "dict",
+    };
+    return names[kind];
+}
+
+static bool fail(struct reader *reader, const char *problem)
+{
+    uint8_t opcode = reader->data[reader->opcode_offset];
+    const char *name = opcodes[opcode].name;
+    return replay_fail(reader->error, "byte %zu: %s %s", reader->opcode_offset,
+                       name ? name : "opcode", problem);
+}
+
+static bool grow(void **array, size_t *capacity, size_t needed, size_t element)
+{
+    if (needed <= *capacity)
+        return true;
+    size_t grown = *capacity ? *capacity * 2 : 16;
+    while (grown < needed)
+        grown *= 2;
+    void *bigger = realloc(*array, grown * element);
+    if (!bigger)
+        return false;
+    *array = bigger;
+    *capacity = grown;
+    return true;
+}
+
+static struct pickle_value *new_value(struct reader *reader, enum pickle_kind kind)
+{
+    struct pickle_chunk *chunk = reader->document->chunks;
+    if (!chunk || chunk->used == CHUNK_VALUES) {
+        chunk = malloc(sizeof *chunk);
+        if (!chunk)
+            return NULL;
+        chunk->next = reader->document->chunks;
+        chunk->used = 0;
+        reader->document->chunks = chunk;
+    }
+    struct pickle_value *value = &chunk->values[chunk->used++];
+    memset(value, 0, sizeof *value);
+    value->kind = kind;
+    return value;
+}
+
+static bool push(struct reader *reader, struct pickle_value *value)
+{
+    if (!value || !grow((void **)&reader->stack, &reader->stack_capacity, reader->stack_count + 1,
+                        sizeof *reader->stack))
+        return fail(reader, "ran out of host memory");
+    reader->stack[reader->stack_count++] = value;
+    return true;
+}
+
+/* The stack height at the innermost MARK, which it removes. */
+static bool pop_mark(struct reader *reader, size_t *height)
+{
+    if (reader->mark_count == 0)
+        return fail(reader, "without a MARK before it (malformed pickle)");
+    *height = reader->marks[--reader->mark_count];
+    return true;
+}
+
+/* Reads `count` bytes of operand; false when the file ends first. */
+static bool operand(struct reader *reader, size_t count, const uint8_t **bytes)
+{
+    *bytes = NULL;
+    if (reader->length - reader->offset < count)
+        return fail(reader, "is cut short: the file ends inside its operand");
+    *bytes = reader->data + reader->offset;
+    reader->offset += count;
+    return true;
+}
+
+static uint64_t little_endian(const uint8_t *bytes, size_t count)
+{
+    uint64_t value = 0;
+    for (size_t index = count; index-- > 0;)
+        value = value << 8 | bytes[index];
+    return value;
+}
+
+static bool read_unsigned(struct reader *reader, size_t count, uint64_t *value)
+{
+    const uint8_t *bytes;
+    if (!operand(reader, count, &bytes))
+        return false;
+    *value = little_endian(bytes, count);
+    return true;
+}
+
+static bool push_integer(struct reader *reader, int64_t integer)
+{
+    struct pickle_value *value = new_value(reader, PICKLE_INT);
+    if (value)
+        value->integer = integer;
+    return push(reader, value);
+}
+
+/* LONG1 and LONG4: a two's-complement little-endian integer of `count` bytes. */
+static bool push_long(struct reader *reader, size_t count)
+{
+    if (count > 8)
+        return fail(reader, "holds an integer wider than 64 bits (not a memory snapshot value)");
+    const uint8_t *bytes;
+    if (!operand(reader, count, &bytes))
+        return false;
+    uint64_t raw = little_endian(bytes, count);
+    if (count > 0 && count < 8 && (bytes[count - 1] & 0x80))
+        raw |= UINT64_MAX << (count * 8);
+    return push_integer(reader, (int64_t)raw);
+}
+
+static bool push_text(struct reader *reader, enum pickle_kind kind, size_t length_bytes)
+{
+    uint64_t length;
+    const uint8_t *bytes;
+    if (!read_unsigned(reader, length_bytes, &length))
+        return false;
+    if (length > reader->length - reader->offset)
+        return fail(reader, "is cut short: its text runs past the end of the file");
+    if (!operand(reader, (size_t)length, &bytes))
+        return false;
+    struct pickle_value *value = new_value(reader, kind);
+    if (value) {
+        value->text.bytes = (const char *)bytes;
+        value->text.length = (size_t)length;
+    }
+    return push(reader, value);
+}
+
+static bool push_float(struct reader *reader)
+{
+    const uint8_t *bytes;
+    if (!operand(reader, 8, &bytes))
+        return false;
+    uint64_t raw = 0;
+    for (size_t index = 0; index < 8; index++)
+        raw = raw << 8 | bytes[index]; /* big-endian, unlike the integers */
+    struct pickle_value *value = new_value(reader, PICKLE_FLOAT);
+    if (value)
+        memcpy(&value->real, &raw, sizeof value->real);
+    return push(reader, value);
+}
+
+/* Appends `count` values to a container's items. */
+static bool append_items(struct reader *reader, struct pickle_value *container,
+                         struct pickle_value *const *items, size_t count)
+{
+    size_t stored = container->kind == PICKLE_DICT ? container->sequence.count * 2
+                                                   : container->sequence.count;
+    if (!grow((void **)&container->sequence.items, &container->sequence.capacity, stored + count,
+              sizeof *container->sequence.items))
+        return fail(reader, "ran out of host memory");
+    memcpy(container->sequence.items + stored, items, count * sizeof *items);
+    container->sequence.count += container->kind == PICKLE_DICT ? count / 2 : count;
+    return true;
+}
+
+/* A new container holding the stack items above `height`, which it pops. */
+static bool build_from_stack(struct reader *reader, enum pickle_kind kind, size_t height)
+{
+    size_t count = reader->stack_count - height;
+    if (kind == PICKLE_DICT && count % 2)
+        return fail(reader, "has an odd number of items (a key without a value)");
+    struct pickle_value *container = new_value(reader, kind);
+    if (!container)
+        return fail(reader, "ran out of host memory");
+    if (!append_items(reader, container, reader->stack + height, count))
+        return false;
+    reader->stack_count = height;
+    return push(reader, container);
+}
+
+/* The stack height below which the innermost MARK hides values. */
+static size_t stack_floor(const struct reader *reader)
+{
+    return reader->mark_count ? reader->marks[reader->mark_count - 1] : 0;
+}
+
+static bool need_stack(struct reader *reader, size_t count)
+{
+    if (reader->stack_count < stack_floor(reader) + count)
+        return fail(reader, "finds too few values on the stack (malformed pickle)");
+    return true;
+}
+
+/* APPEND(S) and SETITEM(S): add the items above `height` to the container just
+ * below them. */
+static bool add_to_container(struct reader *reader, enum pickle_kind kind, size_t height)
+{
+    if (height == 0 || height - 1 < stack_floor(reader))
+        return fail(reader, "has no container under its items (malformed pickle)");
+    struct pickle_value *container = reader->stack[height - 1];
+    if (container->kind != kind) {
+        char problem[96];
+        snprintf(problem, sizeof problem, "applied to a %s (expected a %s)",
+                 pickle_kind_name(container->kind), pickle_kind_name(kind));
+        return fail(reader, problem);
+    }
+    size_t count = reader->stack_count - height;
+    if (kind == PICKLE_DICT && count % 2)
+        return fail(reader, "has an odd number of items (a key without a value)");
+    if (!append_items(reader, container, reader->stack + height, count))
+        return false;
+    reader->stack_count = height;
+    return true;
+}
+
+static bool memo_put(struct reader *reader, uint64_t key)
+{
+    if (!need_stack(reader, 1))
+        return false;
+    /* A well-formed pickle stores fewer memo entries than it has bytes. */
+    if (key >= reader->length)
+        return fail(reader, "uses a memo key larger than the file could hold");
+    size_t old_capacity = reader->memo_capacity;
+    if (!grow((void **)&reader->memo, &reader->memo_capacity, (size_t)key + 1, sizeof *reader->memo))
+        return fail(reader, "ran out of host memory");
+    memset(reader->memo + old_capacity, 0, (reader->memo_capacity - old_capacity) * sizeof *reader->memo);
+    if (!reader->memo[key])
+        reader->memo_entries++;
+    reader->memo[key] = reader->stack[reader->stack_count - 1];
+    return true;
+}
+
+static bool memo_get(struct reader *reader, uint64_t key)
+{
+    if (key >= reader->memo_capacity || !reader->memo[key]) {
+        char problem[64];
+        snprintf(problem, sizeof problem, "refers to memo key %" PRIu64 ", which was never stored", key);
+        return fail(reader, problem);
+    }
+    return push(reader, reader->memo[key]);
+}
+
+static bool refuse(struct reader *reader, uint8_t opcode)
+{
+    const struct opcode_info *info = &opcodes[opcode];
+    if (!info->name)
+        return replay_fail(reader->error, "byte %zu: unknown pickle opcode 0x%02x", reader->opcode_offset,
+                           opcode);
+    if (info->kind == OPCODE_CODE)
+        return replay_fail(reader->error,
+                           "byte %zu: opcode %s (0x%02x) refused: it would import or call Python "
+                           "code, and a memory snapshot holds only dicts, lists, tuples, numbers "
+                           "and strings", reader->opcode_offset, info->name, opcode);
+    return replay_fail(reader->error,
+                       "byte %zu: opcode %s (0x%02x) is not supported: memory snapshots "
+                       "(pickle protocol 2 to 5) do not use it", reader->opcode_offset, info->name, opcode);
+}
+
+/* Executes one data opcode; sets *stopped at STOP. */
+static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
+{
+    uint64_t number;
+    size_t height;
+    const uint8_t *bytes;
+    struct pickle_value *value;
+    switch (opcode) {
+    case 0x80: /* PROTO */
+        if (!read_unsigned(reader, 1, &number))
+            return false;
+        if (number < 2 || number > 5)
+            return fail(reader, "names a protocol other than 2 to 5");
+        return true;
+    case 0x95: /* FRAME: only a hint for buffered readers */
+        return operand(reader, 8, &bytes);
+    case '.':
+        if (reader->mark_count || reader->stack_count != 1)
+            return fail(reader, "leaves other than exactly one value (malformed pickle)");
+        *stopped = true;
+        return true;
+    case '(':
+        if (!grow((void **)&reader->marks, &reader->mark_capacity, reader->mark_count + 1,
+                  sizeof *reader->marks))
+            return fail(reader, "ran out of host memory");
+        reader->marks[reader->mark_count++] = reader->stack_count;
+        return true;
+    case '}':
+        return push(reader, new_value(reader, PICKLE_DICT));
+    case ']':
+        return push(reader, new_value(reader, PICKLE_LIST));
+    case ')':
+        return push(reader, new_value(reader, PICKLE_TUPLE));
+    case 'd':
+        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_DICT, height);
+    case 'l':
+        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_LIST, height);
+    case 't':
+        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_TUPLE, height);
+    case 0x85: case 0x86: case 0x87: /* TUPLE1..3 */
+        return need_stack(reader, opcode - 0x84u) &&
+               build_from_stack(reader, PICKLE_TUPLE, reader->stack_count - (opcode - 0x84u));
+    case 's':
+        return need_stack(reader, 3) && add_to_container(reader, PICKLE_DICT, reader->stack_count - 2);
+    case 'u':
+        return pop_mark(reader, &height) && add_to_container(reader, PICKLE_DICT, height);
+    case 'a':
+        return need_stack(reader, 2) && add_to_container(reader, PICKLE_LIST, reader->stack_count - 1);
+    case 'e':
+        return pop_mark(reader, &height) && add_to_container(reader, PICKLE_LIST, height);
+    case 'J':
+        return read_unsigned(reader, 4, &number) && push_integer(reader, (int32_t)(uint32_t)number);
+    case 'K':
+        return read_unsigned(reader, 1, &number) && push_integer(reader, (int64_t)number);
+    case 'M':
+        return read_unsigned(reader, 2, &number) && push_integer(reader, (int64_t)number);
+    case 0x8a:
+        return read_unsigned(reader, 1, &number) && push_long(reader, (size_t)number);
+    case 0x8b:
+        return read_unsigned(reader, 4, &number) && push_long(reader, (size_t)number);
+    case 'G':
+        return push_float(reader);
+    case 'N':
+        return push(reader, new_value(reader, PICKLE_NONE));
+    case 0x88: case 0x89:
+        value = new_value(reader, PICKLE_BOOL);
+        if (value)
+            value->boolean = opcode == 0x88;
+        return push(reader, value);
+    case 0x8c:
+        return push_text(reader, PICKLE_STRING, 1);
+    case 'X':
+        return push_text(reader, PICKLE_STRING, 4);
+    case 0x8d:
+        return push_text(reader, PICKLE_STRING, 8);
+    case 'C':
+        return push_text(reader, PICKLE_BYTES, 1);
+    case 'B':
+        return push_text(reader, PICKLE_BYTES, 4);
+    case 0x8e:
+        return push_text(reader, PICKLE_BYTES, 8);
+    case 0x94:
+        return memo_put(reader, reader->memo_entries);
+    case 'q':
+        return read_unsigned(reader, 1, &number) && memo_put(reader, number);
+    case 'r':
+        return read_unsigned(reader, 4, &number) && memo_put(reader, number);
+    case 'h':
+        return read_unsigned(reader, 1, &number) && memo_get(reader, number);
+    case 'j':
+        return read_unsigned(reader, 4, &number) && memo_get(reader, number);
+    default:
+        return refuse(reader, opcode);
+    }
+}
+
+void pickle_document_destroy(struct pickle_document *document)
+{
+    struct pickle_chunk *chunk = document->chunks;
+    while (chunk) {
+        struct pickle_chunk *next = chunk->next;
+        for (size_t index = 0; index < chunk->used; index++) {
+            enum pickle_kind kind = chunk->values[index].kind;
+            if (kind == PICKLE_LIST || kind == PICKLE_TUPLE || kind == PICKLE_DICT)
+                free(chunk->values[index].sequence.items);
+        }
+        free(chunk);
+        chunk = next;
+    }
+    *document = (struct pickle_document){0};
+}
+
+bool pickle_read(const uint8_t *data, size_t length, struct pickle_document *document,
+                 struct replay_error *error)
+{
+    *document = (struct pickle_document){0};
+    if (length == 0 || data[0] != 0x80)
+        return replay_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
+                           "the PROTO opcode 0x80)");
+    struct reader reader = {.data = data, .length = length, .document = document, .error = error};
+    bool stopped = false, ok = true;
+    while (ok && !stopped) {
+        if (reader.offset == length) {
+            ok = replay_fail(error, "byte %zu: the file ends before the STOP opcode", length);
+            break;
+        }
+        reader.opcode_offset = reader.offset;
+        ok = step(&reader, data[reader.offset++], &stopped);
+    }
+    if (ok)
+        document->root = reader.stack[0];
+    else
+        pickle_document_destroy(document);
+    free(reader.stack);
+    free(reader.marks);
+    free(reader.memo);
+    return ok;
+}
+
+const struct pickle_value *pickle_dict_get(const struct pickle_value *dict, const char *key)
+{
+    if (!dict || dict->kind != PICKLE_DICT)
+        return NULL;
+    for (size_t pair = dict->sequence.count; pair-- > 0;)
+        if (pickle_string_is(dict->sequence.items[2 * pair], key))
+            return dict->sequence.items[2 * pair + 1];
+    return NULL;
+}
+
+bool pickle_string_is(const struct pickle_value *value, const char *text)
+{
+    return value && value->kind == PICKLE_STRING && value->text.length == strlen(text) &&
+           memcmp(value->text.bytes, text, value->text.length) == 0;
+}
