@@ -131,9 +131,10 @@ struct gpucache_config {
     const char *source_variable;
 };
 
-/* A parse failure: the one line the library prints, without the newline. */
+/* A parse failure or a warning: the one line the library prints, without
+ * the newline. Large enough for the longest "expected" list (every key). */
 struct gpucache_config_error {
-    char message[768];
+    char message[1024];
 };
 
 /* Fills `config` with the defaults PyTorch uses when no variable is set. */
@@ -172,8 +173,33 @@ bool gpucache_config_key_ignored(const struct gpucache_config *config,
                                  enum gpucache_config_key key);
 
 /* Writes the effective configuration as a JSON object into `out` (at most
- * `capacity` bytes, NUL-terminated). Returns the length it needed. */
+ * `capacity` bytes, NUL-terminated). Returns the length it needed. The object
+ * is {"variable": name or null, "keys": {"<key>": {"value": ..., "source":
+ * "string"|"default"}, ...}, "ignored": ["<key>", ...]}. */
 size_t gpucache_config_to_json(const struct gpucache_config *config,
                                char *out, size_t capacity);
+
+/* The library's load-time entry, called by the interposer's constructor:
+ * reads the environment, installs the result as the current configuration
+ * and returns 0. On a bad string it writes the one error line to stderr with
+ * write(2) and calls _exit(2); warnings are written as one line each. Does
+ * not allocate. */
+int gpucache_config_load_or_exit(void);
+
+/* A one-line warning naming the keys given in the string that have no effect
+ * because of another key (backend:cudaMallocAsync, passthrough:True). Returns
+ * true and fills `warning` when there is one. */
+bool gpucache_config_conflict_warning(const struct gpucache_config *config,
+                                      struct gpucache_config_error *warning);
+
+/* Expands an output path pattern: "%p" becomes `pid`, "%%" a single '%'.
+ * Writes at most `capacity` bytes (NUL-terminated) and returns the length it
+ * needed, as snprintf does. Patterns were validated by the parser. */
+size_t gpucache_config_expand_path(const char *pattern, long pid,
+                                   char *out, size_t capacity);
+
+/* The snapshot signal's name ("SIGUSR1") or its number for signals without
+ * one, written into `out`; "" when `signal_number` is 0. */
+void gpucache_config_signal_name(int signal_number, char *out, size_t capacity);
 
 #endif

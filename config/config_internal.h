@@ -1,0 +1,133 @@
+/* Shared between the configuration parser's files; not part of the API. */
+#ifndef GPUCACHE_CONFIG_INTERNAL_H
+#define GPUCACHE_CONFIG_INTERNAL_H
+
+#include "gpucache_config.h"
+
+#include <locale.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MEBIBYTE ((uint64_t)1 << 20)
+#define GIBIBYTE ((uint64_t)1 << 30)
+
+/* Longest value token we keep: a path plus its NUL. */
+#define CONFIG_WORD_MAX GPUCACHE_PATH_MAX
+
+enum config_token_kind {
+    TOKEN_END = 0,
+    TOKEN_WORD,
+    TOKEN_COMMA,
+    TOKEN_COLON,
+    TOKEN_OPEN_BRACKET,
+    TOKEN_CLOSE_BRACKET,
+};
+
+/* PyTorch's tokens: ',' ':' '[' ']' stand alone, every other run of
+ * characters is a word, and whitespace is dropped everywhere (so it may even
+ * split a word without ending it). */
+struct config_token {
+    enum config_token_kind kind;
+    size_t start; /* offset of the first character in the original text */
+    size_t end;   /* offset just past the last non-whitespace character */
+    size_t length; /* length of the word without whitespace, even if cut */
+    bool truncated; /* the word did not fit in `word` */
+    char word[CONFIG_WORD_MAX];
+};
+
+struct config_tokenizer {
+    const char *text;
+    size_t position;
+};
+
+void config_tokenizer_init(struct config_tokenizer *tokenizer, const char *text);
+void config_tokenizer_next(struct config_tokenizer *tokenizer,
+                           struct config_token *token);
+
+struct config_parser {
+    const char *variable;
+    const char *text;
+    struct config_tokenizer tokenizer;
+    struct config_token token; /* the token just read */
+    struct gpucache_config *config;
+    struct gpucache_config_error *error;
+    size_t entry_start; /* where the entry being parsed begins */
+    size_t previous_entry_start;
+    bool previous_entry_was_path; /* a ',' inside it would end it early */
+    /* Where each key's entry was, for errors that only show once every key
+     * has been read (max_split_size_mb against large_segment_size_mb). */
+    size_t key_entry_start[GPUCACHE_KEY_COUNT];
+};
+
+/* Reads the next token into parser->token and returns its kind. */
+enum config_token_kind config_next(struct config_parser *parser);
+
+/* Formats the one-line error about the text from `start` to the end of the
+ * current entry. `expected` completes "(expected ...)". Returns -1. */
+int config_fail_entry(struct config_parser *parser, size_t start,
+                      const char *what, const char *expected, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The same, about the text from `start` to `end`. */
+int config_fail_span(struct config_parser *parser, size_t start, size_t end,
+                     const char *what, const char *expected, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Offset just past the entry that begins at `start`: its next ',' outside
+ * brackets, or the end of the text. */
+size_t config_entry_end(const char *text, size_t start);
+
+struct config_key_descriptor;
+
+/* Parses the key's value, starting with the token after ':'. Leaves the
+ * token after the value in parser->token. Returns 0 or -1 (error set). */
+typedef int (*config_value_parser)(struct config_parser *parser,
+                                   const struct config_key_descriptor *key);
+
+struct config_key_descriptor {
+    enum gpucache_config_key key;
+    const char *name;
+    const char *alias; /* PyTorch's other spelling, or NULL */
+    const char *expected; /* what the value may be, for messages */
+    config_value_parser parse;
+};
+
+/* The descriptor of `key`, and the one named `name` (NULL if none). */
+const struct config_key_descriptor *config_key_descriptor(enum gpucache_config_key key);
+const struct config_key_descriptor *config_find_key(const char *name);
+
+/* PyTorch's defaults, shared and never written. */
+const struct gpucache_config *config_default_config(void);
+
+/* Value parsers, one per kind of value (config_values.c). */
+int config_parse_boolean(struct config_parser *parser,
+                         const struct config_key_descriptor *key);
+int config_parse_mebibytes(struct config_parser *parser,
+                           const struct config_key_descriptor *key);
+int config_parse_fraction(struct config_parser *parser,
+                          const struct config_key_descriptor *key);
+int config_parse_roundup(struct config_parser *parser,
+                         const struct config_key_descriptor *key);
+int config_parse_reserve(struct config_parser *parser,
+                         const struct config_key_descriptor *key);
+int config_parse_reserve_by_class(struct config_parser *parser,
+                                  const struct config_key_descriptor *key);
+int config_parse_register_threads(struct config_parser *parser,
+                                  const struct config_key_descriptor *key);
+int config_parse_choice(struct config_parser *parser,
+                        const struct config_key_descriptor *key);
+int config_parse_path(struct config_parser *parser,
+                      const struct config_key_descriptor *key);
+int config_parse_signal(struct config_parser *parser,
+                        const struct config_key_descriptor *key);
+
+/* Checks between keys once all are read (minimums that depend on
+ * large_segment_size_mb, snapshot_signal needing snapshot). */
+int config_check_consistency(struct config_parser *parser);
+
+/* The C locale, for number parsing and printing that must not follow the
+ * program's locale. glibc returns a static object for "C": no allocation. */
+locale_t config_c_locale(void);
+
+#endif

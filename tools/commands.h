@@ -1,0 +1,10 @@
+/* The `gpucache` sub-commands. Each takes the arguments after its own name
+ * (argv[0] is the command's name) and returns the process exit status:
+ * 0 on success, 2 for bad usage or a bad configuration string. */
+#ifndef GPUCACHE_TOOLS_COMMANDS_H
+#define GPUCACHE_TOOLS_COMMANDS_H
+
+/* `gpucache config [STRING]`: the effective configuration as JSON. */
+int command_config(int argc, char **argv);
+
+#endif
