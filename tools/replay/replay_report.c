@@ -125,6 +125,12 @@ static void format_cell(const struct replay_column *column, enum row row, char *
     }
 }
 
+/* "1 free", "2 frees". */
+static const char *plural(size_t count, const char *one, const char *many)
+{
+    return count == 1 ? one : many;
+}
+
 static void print_header(FILE *out, const struct replay_report *report)
 {
     const struct replay_trace *trace = report->trace;
@@ -132,10 +138,12 @@ static void print_header(FILE *out, const struct replay_report *report)
     fprintf(out, "trace   %s (%s", report->trace_path, trace->format);
     if (strcmp(trace->format, "PyTorch snapshot") == 0)
         fprintf(out, ", device %d", trace->device);
-    fprintf(out, ")\nevents  %zu: %zu allocations, %zu frees, %zu allocations alive before the "
-            "recording (inferred), %zu stream%s\n", trace->event_count, trace->alloc_count,
-            trace->free_count, trace->inferred_count, trace->stream_count,
-            trace->stream_count == 1 ? "" : "s");
+    fprintf(out, ")\nevents  %zu: %zu %s, %zu %s, %zu %s alive before the recording "
+            "(inferred), %zu %s\n", trace->event_count, trace->alloc_count,
+            plural(trace->alloc_count, "allocation", "allocations"), trace->free_count,
+            plural(trace->free_count, "free", "frees"), trace->inferred_count,
+            plural(trace->inferred_count, "allocation", "allocations"), trace->stream_count,
+            plural(trace->stream_count, "stream", "streams"));
     fprintf(out, "device  %s simulated\n\n",
             replay_format_bytes(report->device_memory, capacity, sizeof capacity));
 }
@@ -149,7 +157,7 @@ static void print_failure(FILE *out, const struct replay_report *report,
     char where[64], size[CELL_SIZE], allocated[CELL_SIZE], reserved[CELL_SIZE];
     replay_position_format(event->position, where, sizeof where);
     fprintf(out, "%s: %s at event %zu (%s%s): %" PRIu64 " bytes (%s) on stream 0x%" PRIx64
-            "; then %s allocated, %s reserved\n",
+            ", with %s allocated and %s reserved\n",
             column->label,
             outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY ? "out of memory"
                                                                    : "allocation refused",
@@ -168,7 +176,8 @@ void replay_print_table(FILE *out, const struct replay_report *report)
     size_t columns = report->column_count;
     bool searched = columns > 0 && report->columns[0].searched;
     size_t rows = searched ? ROW_COUNT : ROW_SMALLEST_DEVICE;
-    char (*cells)[CELL_SIZE] = calloc(rows * columns ? rows * columns : 1, CELL_SIZE);
+    size_t cell_count = rows * columns;
+    char (*cells)[CELL_SIZE] = calloc(cell_count > 0 ? cell_count : 1, CELL_SIZE);
     int *widths = calloc(columns ? columns : 1, sizeof *widths);
     if (!cells || !widths) {
         free(cells);

@@ -60,9 +60,9 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
     *outcome = (struct replay_outcome){0};
     uint64_t *address_of_slot = calloc(trace->slot_count ? trace->slot_count : 1,
                                        sizeof *address_of_slot);
-    struct gpucache_driver *driver = accounting_driver_create(capacity);
+    struct accounting_driver *driver = accounting_driver_create(capacity, 0);
     struct gpucache_allocator *allocator =
-        driver ? gpucache_allocator_create(config, driver, 0) : NULL;
+        driver ? gpucache_allocator_create(config, accounting_driver_interface(driver), 0) : NULL;
     if (!address_of_slot || !allocator) {
         free(address_of_slot);
         if (driver)
