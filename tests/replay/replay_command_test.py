@@ -363,6 +363,37 @@ def case_pickle_refusal(tool, workdir, _traces):
     expect_error(tool, path, prefix + f"byte 4: opcode REDUCE (0x52) {reason}")
 
 
+def case_corrupt_input(tool, workdir, _traces):
+    """Truncated and bit-flipped snapshots and logs: every run ends with exit
+    0 (still a valid trace) or 2 and one line naming the problem, never a
+    crash. Fixed seed, so a failure reproduces."""
+    import random
+    generator = random.Random(20261130)
+    path = os.path.join(workdir, "corrupt")
+    originals = [pickle.dumps(snapshot_scenario().snapshot(), protocol=protocol)
+                 for protocol in (2, 4)]
+    originals.append("\n".join(example_1_trace(True).rows).encode("ascii") + b"\n")
+    for attempt in range(240):
+        data = bytearray(originals[attempt % len(originals)])
+        if attempt % 2:
+            del data[generator.randrange(1, len(data)):]
+        else:
+            for _ in range(generator.randrange(1, 4)):
+                data[generator.randrange(len(data))] = generator.randrange(256)
+        with open(path, "wb") as out:
+            out.write(data)
+        result = subprocess.run([tool, "replay", "--json", path], capture_output=True,
+                                check=False)
+        check(result.returncode in (0, 2),
+              f"attempt {attempt}: exit {result.returncode}: {result.stderr[-400:]!r}")
+        if result.returncode == 2:
+            check(result.stdout == b"" and result.stderr.count(b"\n") == 1 and
+                  result.stderr.startswith(f"gpucache replay: {path}: ".encode()),
+                  f"attempt {attempt}: not one line: {result.stderr[:400]!r}")
+            check(all(32 <= byte < 127 for byte in result.stderr[:-1]),
+                  f"attempt {attempt}: unprintable bytes in {result.stderr!r}")
+
+
 class RestrictedUnpickler(pickle.Unpickler):
     """Loads only data: never imports anything from a third-party file."""
 
@@ -413,6 +444,7 @@ CASES = {
     "snapshot": case_snapshot,
     "snapshot-errors": case_snapshot_errors,
     "pickle-refusal": case_pickle_refusal,
+    "corrupt-input": case_corrupt_input,
     "shared-traces": case_shared_traces,
 }
 

@@ -192,3 +192,10 @@ Test(rmm_csv_reader, quotes_at_most_forty_bytes_of_a_bad_field)
                  "line 2: Size '1234567890123456789012345678901234567890...' is not a number of "
                  "bytes (expected a decimal integer)");
 }
+
+Test(rmm_csv_reader, writes_unprintable_bytes_of_a_bad_field_as_escapes)
+{
+    expect_error(HEADER "1\x19" "1,1.0,allocate,0x1000,512,0x0\n",
+                 "line 2: Thread '1\\x191' is not a thread id (expected a decimal or 0x-prefixed "
+                 "number)");
+}

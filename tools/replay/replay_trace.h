@@ -22,6 +22,11 @@ struct replay_error {
 bool replay_fail(struct replay_error *error, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Quotes input text for a message: 'text', at most 40 bytes of it (then
+ * "..."), bytes that are not printable ASCII written as \xNN. Returns
+ * `buffer`, which should hold at least 64 bytes. */
+const char *replay_quote(const char *text, size_t length, char *buffer, size_t size);
+
 /* Where in the input an event came from. */
 enum replay_origin {
     REPLAY_ORIGIN_CSV_LINE,    /* major: line number, from 1 */

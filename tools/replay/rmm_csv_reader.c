@@ -18,12 +18,9 @@ static bool field_is(struct field field, const char *word)
     return field.length == strlen(word) && memcmp(field.start, word, field.length) == 0;
 }
 
-/* Quotes at most 40 bytes of a field for a message. */
 static const char *quoted(struct field field, char *buffer, size_t size)
 {
-    int shown = field.length > 40 ? 40 : (int)field.length;
-    snprintf(buffer, size, "'%.*s%s'", shown, field.start, field.length > 40 ? "..." : "");
-    return buffer;
+    return replay_quote(field.start, field.length, buffer, size);
 }
 
 /* Unsigned integer in `base` over the whole field; false on anything else or
@@ -121,7 +118,7 @@ static size_t split_row(const char *line, size_t length, struct field fields[FIE
 static bool read_row(struct replay_trace_builder *builder, const struct field fields[FIELD_COUNT],
                      uint32_t line, struct replay_error *error)
 {
-    char shown[64];
+    char shown[200];
     struct replay_record record = {.position = {.origin = REPLAY_ORIGIN_CSV_LINE, .major = line}};
 
     if (field_is(fields[2], "allocate failure")) {
@@ -180,7 +177,7 @@ bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
         if (!header_seen) {
             header_seen = true;
             if (line_length != strlen(RMM_CSV_HEADER) || memcmp(row, RMM_CSV_HEADER, line_length)) {
-                char shown[64];
+                char shown[200];
                 replay_fail(error, "line %" PRIu32 ": header is %s (expected '" RMM_CSV_HEADER "')",
                             line, quoted((struct field){row, line_length}, shown, sizeof shown));
                 replay_builder_abandon(&builder);

@@ -115,11 +115,12 @@ static bool read_entries(struct replay_trace_builder *builder, const struct pick
             if (action->kind != PICKLE_STRING)
                 return replay_fail(error, "%s: 'action' is a %s (expected a str)", where,
                                    pickle_kind_name(action->kind));
-            return replay_fail(error, "%s: unknown action '%.*s' (expected alloc, free_requested, "
+            char shown[200];
+            return replay_fail(error, "%s: unknown action %s (expected alloc, free_requested, "
                                "free_completed, segment_alloc, segment_free, segment_map, "
                                "segment_unmap, oom, snapshot or annotate)", where,
-                               (int)(action->text.length > 40 ? 40 : action->text.length),
-                               action->text.bytes);
+                               replay_quote(action->text.bytes, action->text.length, shown,
+                                            sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
         if (pickle_string_is(action, "alloc"))
