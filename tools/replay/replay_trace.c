@@ -208,7 +208,6 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
         if (!seen && !add_inferred(builder, record, &slot))
             return out_of_memory(error);
         builder->slots[slot].live = false;
-        builder->slots[slot].freed = true;
         builder->slots[slot].freed_at = record->position;
         trace->free_count++;
     }

@@ -79,12 +79,11 @@ struct replay_trace {
 /* Frees everything the trace holds and zeroes it. */
 void replay_trace_destroy(struct replay_trace *trace);
 
-/* The recorded allocation of the slot (the event that created it). */
+/* What the builder remembers of each allocation, for pairing and messages. */
 struct replay_slot_record {
     struct replay_position allocated_at;
-    struct replay_position freed_at;
+    struct replay_position freed_at; /* meaningful once !live */
     bool live;
-    bool freed;
 };
 
 /* Collects events in input order and pairs them; see replay_builder_add. */

@@ -96,9 +96,8 @@ static bool has_free_completed(const struct pickle_value *entries)
 }
 
 static bool read_entries(struct replay_trace_builder *builder, const struct pickle_value *entries,
-                         int device, struct replay_error *error)
+                         int device, const char *free_action, struct replay_error *error)
 {
-    const char *free_action = has_free_completed(entries) ? "free_completed" : "free_requested";
     char where[64];
     for (size_t index = 0; index < entries->sequence.count; index++) {
         const struct pickle_value *entry = entries->sequence.items[index];
@@ -227,7 +226,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct pic
         return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
                            device, pickle_kind_name(entries->kind));
     bool frees_complete = entries && has_free_completed(entries);
-    if (entries && !read_entries(builder, entries, device, error))
+    if (entries && !read_entries(builder, entries, device,
+                                 frees_complete ? "free_completed" : "free_requested", error))
         return false;
     /* A snapshot without segments has no final state to infer from. */
     const struct pickle_value *segments = pickle_dict_get(root, "segments");
