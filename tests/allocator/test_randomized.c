@@ -1,0 +1,209 @@
+/* A long random walk of allocations and frees over several streams, with
+ * every invariant and every statistic checked after each operation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator_fixture.h"
+
+#define LIVE_MAX 384
+#define STREAM_COUNT 4
+
+struct live_block {
+    uint64_t address;
+    size_t size;
+    gpucache_stream stream;
+};
+
+struct walk {
+    struct fixture f;
+    uint64_t random_state;
+    struct live_block live[LIVE_MAX];
+    size_t live_count;
+    gpucache_stream streams[STREAM_COUNT];
+    unsigned long operations;
+    unsigned long ooms;
+};
+
+static uint64_t next_random(struct walk *walk)
+{
+    /* xorshift64*: fixed seed, same walk on every run. */
+    uint64_t x = walk->random_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    walk->random_state = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static size_t random_size(struct walk *walk)
+{
+    uint64_t r = next_random(walk);
+    switch (r % 8) {
+    case 0: case 1: case 2: return 1 + (size_t)((r >> 8) % (8 * KiB));
+    case 3: case 4: return 1 + (size_t)((r >> 8) % MiB);
+    case 5: case 6: return MiB + (size_t)((r >> 8) % (9 * MiB));
+    default: return 10 * MiB + (size_t)((r >> 8) % (54 * MiB));
+    }
+}
+
+static unsigned long operation_count(void)
+{
+    /* Sanitizer builds set a smaller count to stay fast; the plain build
+     * does the full million. */
+    const char *text = getenv("GPUCACHE_RANDOM_OPERATIONS");
+    return text != NULL ? strtoul(text, NULL, 10) : 1000000ul;
+}
+
+static bool overlaps_live(const struct walk *walk, uint64_t address, size_t size)
+{
+    for (size_t i = 0; i < walk->live_count; i++) {
+        const struct live_block *b = &walk->live[i];
+        if (address < b->address + b->size && b->address < address + size)
+            return true;
+    }
+    return false;
+}
+
+static void do_alloc(struct walk *walk)
+{
+    size_t size = random_size(walk);
+    gpucache_stream stream = walk->streams[next_random(walk) % STREAM_COUNT];
+    uint64_t address = 0;
+    gpucache_result result = gpucache_allocator_malloc(walk->f.allocator, size, stream, &address);
+    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY) {
+        walk->ooms++;
+        return;
+    }
+    cr_assert_eq(result, GPUCACHE_SUCCESS);
+    cr_assert_not(overlaps_live(walk, address, size),
+                  "operation %lu: 0x%llx (+%zu) overlaps a live block", walk->operations,
+                  (unsigned long long)address, size);
+    walk->live[walk->live_count++] = (struct live_block){address, size, stream};
+}
+
+static void do_free(struct walk *walk)
+{
+    size_t index = (size_t)(next_random(walk) % walk->live_count);
+    struct live_block block = walk->live[index];
+    walk->live[index] = walk->live[--walk->live_count];
+    uint64_t how = next_random(walk) % 4;
+    enum gpucache_free_kind kind = how == 0 ? GPUCACHE_FREE_SYNCHRONOUS : GPUCACHE_FREE_STREAM_ORDERED;
+    gpucache_stream stream = how == 1 ? walk->streams[next_random(walk) % STREAM_COUNT] : block.stream;
+    cr_assert_eq(gpucache_allocator_free(walk->f.allocator, block.address, kind, stream),
+                 GPUCACHE_SUCCESS, "operation %lu", walk->operations);
+}
+
+static void do_event(struct walk *walk)
+{
+    uint64_t r = next_random(walk);
+    switch (r % 16) {
+    case 0: accounting_driver_complete_all(walk->f.driver); break;
+    case 1: gpucache_allocator_synchronized(walk->f.allocator, true, 0); break;
+    case 2: gpucache_allocator_synchronized(walk->f.allocator, false,
+                                            walk->streams[(r >> 8) % STREAM_COUNT]); break;
+    case 3: gpucache_allocator_empty_cache(walk->f.allocator); break;
+    case 4: {
+        /* Retire a stream: its live blocks are freed first, as a program
+         * must before destroying the stream they are used on. */
+        size_t which = (size_t)((r >> 8) % STREAM_COUNT);
+        gpucache_stream old = walk->streams[which];
+        for (size_t i = 0; i < walk->live_count;) {
+            if (walk->live[i].stream == old) {
+                cr_assert_eq(gpucache_allocator_free(walk->f.allocator, walk->live[i].address,
+                                                     GPUCACHE_FREE_STREAM_ORDERED, old),
+                             GPUCACHE_SUCCESS);
+                walk->live[i] = walk->live[--walk->live_count];
+            } else {
+                i++;
+            }
+        }
+        gpucache_allocator_stream_destroyed(walk->f.allocator, old);
+        walk->streams[which] = old + 0x10;
+        break;
+    }
+    default:
+        accounting_driver_complete_stream(walk->f.driver, walk->streams[(r >> 8) % STREAM_COUNT]);
+        break;
+    }
+}
+
+static void run_walk(struct walk *walk, unsigned long operations)
+{
+    char why[256];
+    for (walk->operations = 0; walk->operations < operations; walk->operations++) {
+        uint64_t choice = next_random(walk) % 100;
+        if (choice < 2)
+            do_event(walk);
+        else if (walk->live_count > 0 && (choice < 50 || walk->live_count == LIVE_MAX))
+            do_free(walk);
+        else
+            do_alloc(walk);
+        if (!gpucache_allocator_check(walk->f.allocator, why, sizeof why))
+            cr_assert_fail("operation %lu: %s", walk->operations, why);
+    }
+    for (size_t i = 0; i < walk->live_count; i++)
+        cr_assert_eq(gpucache_allocator_free(walk->f.allocator, walk->live[i].address,
+                                             GPUCACHE_FREE_SYNCHRONOUS, 0),
+                     GPUCACHE_SUCCESS);
+    walk->live_count = 0;
+    gpucache_allocator_synchronized(walk->f.allocator, true, 0);
+    gpucache_allocator_empty_cache(walk->f.allocator);
+    cr_assert(gpucache_allocator_check(walk->f.allocator, why, sizeof why), "%s", why);
+    struct gpucache_stats stats = stats_of(&walk->f);
+    cr_assert_eq(stats.reserved_bytes[GPUCACHE_STAT_ALL].current, 0,
+                 "everything is free and ready: empty_cache returns it all");
+}
+
+static struct walk *start_walk(uint64_t seed)
+{
+    struct walk *walk = calloc(1, sizeof *walk);
+    walk->random_state = seed;
+    for (int i = 0; i < STREAM_COUNT; i++)
+        walk->streams[i] = (gpucache_stream)(i * 0x1000);
+    fixture_defaults(&walk->f);
+    return walk;
+}
+
+static void finish_walk(struct walk *walk)
+{
+    fixture_close(&walk->f);
+    free(walk);
+}
+
+Test(randomized, a_million_operations_over_four_streams, .timeout = 110)
+{
+    struct walk *walk = start_walk(UINT64_C(0x9E3779B97F4A7C15));
+    fixture_open(&walk->f, 6 * GiB);
+    accounting_driver_hold_fences(walk->f.driver, true);
+    run_walk(walk, operation_count());
+    finish_walk(walk);
+}
+
+Test(randomized, a_tight_device_with_every_limit_set, .timeout = 110)
+{
+    struct walk *walk = start_walk(12345);
+    walk->f.config.max_split_size = 40 * MiB;
+    walk->f.config.max_non_split_rounding = 24 * MiB;
+    walk->f.config.per_process_memory_fraction = 0.75;
+    walk->f.config.garbage_collection_threshold = 0.6;
+    for (int i = 0; i < GPUCACHE_ROUNDUP_BUCKETS; i++)
+        walk->f.config.roundup_power2_divisions[i] = i < 4 ? 4 : 2;
+    fixture_open(&walk->f, 1 * GiB);
+    accounting_driver_hold_fences(walk->f.driver, true);
+    run_walk(walk, operation_count() / 5);
+    cr_assert_gt(walk->ooms, 0, "the walk must reach the out-of-memory paths");
+    finish_walk(walk);
+}
+
+Test(randomized, conservative_and_relaxed_modes, .timeout = 110)
+{
+    enum gpucache_reuse_mode modes[] = {GPUCACHE_REUSE_CONSERVATIVE, GPUCACHE_REUSE_RELAXED};
+    for (int m = 0; m < 2; m++) {
+        struct walk *walk = start_walk(777 + (uint64_t)m);
+        walk->f.config.reuse = modes[m];
+        fixture_open(&walk->f, 4 * GiB);
+        accounting_driver_hold_fences(walk->f.driver, true);
+        run_walk(walk, operation_count() / 10);
+        finish_walk(walk);
+    }
+}
