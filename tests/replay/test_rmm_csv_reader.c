@@ -32,11 +32,10 @@ static void expect_error(const char *text, const char *message)
 Test(rmm_csv_reader, reads_rows_and_pairs_each_free_with_its_allocation)
 {
     struct replay_error error;
-    cr_assert(read_text(HEADER
-                        "140573312345856,10:00:00.000001,allocate,0x7f0a00000000,1024,0x0\n"
-                        "140573312345856,10:00:00.000002,allocate,0x7f0a00000400,2048,0x0\n"
-                        "140573312345857,10:00:00.5,free,0x7f0a00000000,1024,0x0\n"
-                        "140573312345857,10:00:01.000000,allocate,0x7f0a00000000,4096,0x0\n",
+    cr_assert(read_text(HEADER "140573312345856,10:00:00.000001,allocate,0x7f0a00000000,1024,0x0\n"
+                               "140573312345856,10:00:00.000002,allocate,0x7f0a00000400,2048,0x0\n"
+                               "140573312345857,10:00:00.5,free,0x7f0a00000000,1024,0x0\n"
+                               "140573312345857,10:00:01.000000,allocate,0x7f0a00000000,4096,0x0\n",
                         &error),
               "%s", error.message);
     cr_assert_eq(trace.event_count, 4);
@@ -46,7 +45,8 @@ Test(rmm_csv_reader, reads_rows_and_pairs_each_free_with_its_allocation)
     cr_assert_eq(trace.slot_count, 3);
     cr_assert_eq(trace.events[2].action, REPLAY_FREE);
     cr_assert_eq(trace.events[2].slot, trace.events[0].slot, "the free ends the first allocation");
-    cr_assert_neq(trace.events[3].slot, trace.events[0].slot, "a reused address is a new allocation");
+    cr_assert_neq(trace.events[3].slot, trace.events[0].slot,
+                  "a reused address is a new allocation");
     cr_assert_eq(trace.events[1].size, 2048);
     cr_assert_eq(trace.events[0].original_address, 0x7f0a00000000);
     cr_assert_eq(trace.events[0].time_us, 36000000001);
@@ -60,10 +60,9 @@ Test(rmm_csv_reader, reads_rows_and_pairs_each_free_with_its_allocation)
 Test(rmm_csv_reader, distinct_streams_get_distinct_indexes)
 {
     struct replay_error error;
-    cr_assert(read_text(HEADER
-                        "1,1.0,allocate,0x1000,512,0x0\n"
-                        "1,1.0,allocate,0x2000,512,0x55d0c0a0\n"
-                        "1,1.0,allocate,0x3000,512,1439744160\n",
+    cr_assert(read_text(HEADER "1,1.0,allocate,0x1000,512,0x0\n"
+                               "1,1.0,allocate,0x2000,512,0x55d0c0a0\n"
+                               "1,1.0,allocate,0x3000,512,1439744160\n",
                         &error),
               "%s", error.message);
     cr_assert_eq(trace.stream_count, 2, "0x55d0c0a0 and 1439744160 are the same stream");
@@ -76,9 +75,9 @@ Test(rmm_csv_reader, skips_allocation_failures_and_blank_lines_and_accepts_crlf)
 {
     struct replay_error error;
     cr_assert(read_text(RMM_CSV_HEADER "\r\n"
-                        "1,1.0,allocate failure,(nil),1099511627776,0x0\r\n"
-                        "\r\n"
-                        "1,1.0,deallocate,0x1000,512,0x0\r\n",
+                                       "1,1.0,allocate failure,(nil),1099511627776,0x0\r\n"
+                                       "\r\n"
+                                       "1,1.0,deallocate,0x1000,512,0x0\r\n",
                         &error),
               "%s", error.message);
     cr_assert_eq(trace.ignored_count, 1);
@@ -88,10 +87,9 @@ Test(rmm_csv_reader, skips_allocation_failures_and_blank_lines_and_accepts_crlf)
 Test(rmm_csv_reader, a_free_of_an_unknown_pointer_is_an_allocation_made_before_the_log)
 {
     struct replay_error error;
-    cr_assert(read_text(HEADER
-                        "1,1.0,allocate,0x9000,512,0x0\n"
-                        "1,1.0,free,0x5000,3000,0x7\n"
-                        "1,1.0,free,0x3000,1000,0x0\n",
+    cr_assert(read_text(HEADER "1,1.0,allocate,0x9000,512,0x0\n"
+                               "1,1.0,free,0x5000,3000,0x7\n"
+                               "1,1.0,free,0x3000,1000,0x0\n",
                         &error),
               "%s", error.message);
     cr_assert_eq(trace.inferred_count, 2);
@@ -103,7 +101,8 @@ Test(rmm_csv_reader, a_free_of_an_unknown_pointer_is_an_allocation_made_before_t
     cr_assert_eq(trace.events[1].original_address, 0x5000);
     cr_assert_eq(trace.events[1].size, 3000);
     cr_assert_eq(trace.streams[trace.events[1].stream_index], 7);
-    cr_assert_eq(trace.events[3].slot, trace.events[1].slot, "the free of 0x5000 ends its inferred allocation");
+    cr_assert_eq(trace.events[3].slot, trace.events[1].slot,
+                 "the free of 0x5000 ends its inferred allocation");
     cr_assert_eq(trace.events[4].slot, trace.events[0].slot);
     cr_assert_eq(trace.peak_live_bytes, 4512);
 }
@@ -117,7 +116,8 @@ Test(rmm_csv_reader, rejects_a_bad_header)
 
 Test(rmm_csv_reader, rejects_an_empty_file)
 {
-    expect_error("", "line 1: empty file (expected the header 'Thread,Time,Action,Pointer,Size,Stream')");
+    expect_error(
+        "", "line 1: empty file (expected the header 'Thread,Time,Action,Pointer,Size,Stream')");
 }
 
 Test(rmm_csv_reader, rejects_a_row_with_too_few_fields)
@@ -161,8 +161,9 @@ Test(rmm_csv_reader, rejects_a_bad_time)
 
 Test(rmm_csv_reader, rejects_a_bad_thread_and_stream)
 {
-    expect_error(HEADER "t1,1.0,allocate,0x1000,512,0x0\n",
-                 "line 2: Thread 't1' is not a thread id (expected a decimal or 0x-prefixed number)");
+    expect_error(
+        HEADER "t1,1.0,allocate,0x1000,512,0x0\n",
+        "line 2: Thread 't1' is not a thread id (expected a decimal or 0x-prefixed number)");
     expect_error(HEADER "1,1.0,allocate,0x1000,512,stream0\n",
                  "line 2: Stream 'stream0' is not a stream handle (expected a decimal or "
                  "0x-prefixed number)");
@@ -170,19 +171,17 @@ Test(rmm_csv_reader, rejects_a_bad_thread_and_stream)
 
 Test(rmm_csv_reader, rejects_a_second_allocation_of_a_live_pointer)
 {
-    expect_error(HEADER
-                 "1,1.0,allocate,0x1000,512,0x0\n"
-                 "1,1.0,allocate,0x2000,512,0x0\n"
-                 "1,1.0,allocate,0x1000,1024,0x0\n",
+    expect_error(HEADER "1,1.0,allocate,0x1000,512,0x0\n"
+                        "1,1.0,allocate,0x2000,512,0x0\n"
+                        "1,1.0,allocate,0x1000,1024,0x0\n",
                  "line 4: allocation at 0x1000, which is still live (allocated at line 2)");
 }
 
 Test(rmm_csv_reader, rejects_a_second_free_of_a_pointer)
 {
-    expect_error(HEADER
-                 "1,1.0,allocate,0x1000,512,0x0\n"
-                 "1,1.0,free,0x1000,512,0x0\n"
-                 "1,1.0,free,0x1000,512,0x0\n",
+    expect_error(HEADER "1,1.0,allocate,0x1000,512,0x0\n"
+                        "1,1.0,free,0x1000,512,0x0\n"
+                        "1,1.0,free,0x1000,512,0x0\n",
                  "line 4: free of 0x1000, already freed at line 3");
 }
 
@@ -195,7 +194,8 @@ Test(rmm_csv_reader, quotes_at_most_forty_bytes_of_a_bad_field)
 
 Test(rmm_csv_reader, writes_unprintable_bytes_of_a_bad_field_as_escapes)
 {
-    expect_error(HEADER "1\x19" "1,1.0,allocate,0x1000,512,0x0\n",
+    expect_error(HEADER "1\x19"
+                        "1,1.0,allocate,0x1000,512,0x0\n",
                  "line 2: Thread '1\\x191' is not a thread id (expected a decimal or 0x-prefixed "
                  "number)");
 }

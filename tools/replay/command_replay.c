@@ -106,8 +106,8 @@ static int parse_options(int argc, char **argv, struct options *options)
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    *options = (struct options){.device_memory = DEFAULT_DEVICE_MEMORY,
-                                .device = SNAPSHOT_ANY_DEVICE};
+    *options =
+        (struct options){.device_memory = DEFAULT_DEVICE_MEMORY, .device = SNAPSHOT_ANY_DEVICE};
     options->configurations = calloc((size_t)argc, sizeof *options->configurations);
     if (!options->configurations)
         return usage_error("%s", "out of host memory");
@@ -143,7 +143,8 @@ static int parse_options(int argc, char **argv, struct options *options)
             return usage_error("%s needs a value", argv[optind - 1]);
         default:
             return usage_error("unknown option '%s' (expected --conf, --device-memory, --json, "
-                               "--min-device, --device or --help)", argv[optind - 1]);
+                               "--min-device, --device or --help)",
+                               argv[optind - 1]);
         }
     }
     if (optind == argc)
@@ -171,8 +172,9 @@ static void show_progress(void *context, size_t done, size_t total)
     if (done < total && seconds - line->last_shown < 0.1)
         return;
     line->last_shown = seconds;
-    fprintf(stderr, "\r\033[Kgpucache replay: configuration %zu/%zu (%s): %3.0f%%", line->column + 1,
-            line->column_count, line->label, total ? 100.0 * (double)done / (double)total : 100.0);
+    fprintf(stderr, "\r\033[Kgpucache replay: configuration %zu/%zu (%s): %3.0f%%",
+            line->column + 1, line->column_count, line->label,
+            total ? 100.0 * (double)done / (double)total : 100.0);
 }
 
 static int parse_configurations(const struct options *options, struct gpucache_config *configs,
@@ -186,9 +188,11 @@ static int parse_configurations(const struct options *options, struct gpucache_c
             return EXIT_USAGE;
         }
         if (configs[index].backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC) {
-            fprintf(stderr, "gpucache replay: --conf '%s': backend:cudaMallocAsync hands every "
+            fprintf(stderr,
+                    "gpucache replay: --conf '%s': backend:cudaMallocAsync hands every "
                     "request to the driver's pool, which the replay cannot simulate (expected "
-                    "the native backend)\n", text);
+                    "the native backend)\n",
+                    text);
             return EXIT_USAGE;
         }
         columns[index].configuration = text;
@@ -203,8 +207,10 @@ static int run_columns(const struct options *options, const struct replay_trace 
 {
     bool terminal = isatty(STDERR_FILENO);
     for (size_t index = 0; index < count; index++) {
-        struct progress_line line = {.label = columns[index].label, .column = index,
-                                     .column_count = count, .last_shown = -1};
+        struct progress_line line = {.label = columns[index].label,
+                                     .column = index,
+                                     .column_count = count,
+                                     .last_shown = -1};
         struct replay_progress progress = {.report = show_progress, .context = &line};
         const struct replay_progress *shown = terminal ? &progress : NULL;
         if (!replay_run(trace, &configs[index], options->device_memory, shown,
@@ -212,8 +218,8 @@ static int run_columns(const struct options *options, const struct replay_trace 
             goto out_of_memory;
         if (options->min_device) {
             columns[index].searched = true;
-            if (!replay_find_smallest_device(trace, &configs[index], options->device_memory,
-                                             shown, &columns[index].smallest_device))
+            if (!replay_find_smallest_device(trace, &configs[index], options->device_memory, shown,
+                                             &columns[index].smallest_device))
                 goto out_of_memory;
         }
     }

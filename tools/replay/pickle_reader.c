@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "growable_array.h"
+
 #define CHUNK_VALUES 4096
 
 struct pickle_chunk {
@@ -128,21 +130,6 @@ static bool fail(struct reader *reader, const char *problem)
                        name ? name : "opcode", problem);
 }
 
-static bool grow(void **array, size_t *capacity, size_t needed, size_t element)
-{
-    if (needed <= *capacity)
-        return true;
-    size_t grown = *capacity ? *capacity * 2 : 16;
-    while (grown < needed)
-        grown *= 2;
-    void *bigger = realloc(*array, grown * element);
-    if (!bigger)
-        return false;
-    *array = bigger;
-    *capacity = grown;
-    return true;
-}
-
 static struct pickle_value *new_value(struct reader *reader, enum pickle_kind kind)
 {
     struct pickle_chunk *chunk = reader->document->chunks;
@@ -162,8 +149,8 @@ static struct pickle_value *new_value(struct reader *reader, enum pickle_kind ki
 
 static bool push(struct reader *reader, struct pickle_value *value)
 {
-    if (!value || !grow((void **)&reader->stack, &reader->stack_capacity, reader->stack_count + 1,
-                        sizeof *reader->stack))
+    if (!value || !growable_array_reserve((void **)&reader->stack, &reader->stack_capacity,
+                                          reader->stack_count + 1, sizeof *reader->stack))
         return fail(reader, "ran out of host memory");
     reader->stack[reader->stack_count++] = value;
     return true;
@@ -264,10 +251,10 @@ static bool push_float(struct reader *reader)
 static bool append_items(struct reader *reader, struct pickle_value *container,
                          struct pickle_value *const *items, size_t count)
 {
-    size_t stored = container->kind == PICKLE_DICT ? container->sequence.count * 2
-                                                   : container->sequence.count;
-    if (!grow((void **)&container->sequence.items, &container->sequence.capacity, stored + count,
-              sizeof *container->sequence.items))
+    size_t stored =
+        container->kind == PICKLE_DICT ? container->sequence.count * 2 : container->sequence.count;
+    if (!growable_array_reserve((void **)&container->sequence.items, &container->sequence.capacity,
+                                stored + count, sizeof *container->sequence.items))
         return fail(reader, "ran out of host memory");
     memcpy(container->sequence.items + stored, items, count * sizeof *items);
     container->sequence.count += container->kind == PICKLE_DICT ? count / 2 : count;
@@ -332,9 +319,11 @@ static bool memo_put(struct reader *reader, uint64_t key)
     if (key >= reader->length)
         return fail(reader, "uses a memo key larger than the file could hold");
     size_t old_capacity = reader->memo_capacity;
-    if (!grow((void **)&reader->memo, &reader->memo_capacity, (size_t)key + 1, sizeof *reader->memo))
+    if (!growable_array_reserve((void **)&reader->memo, &reader->memo_capacity, (size_t)key + 1,
+                                sizeof *reader->memo))
         return fail(reader, "ran out of host memory");
-    memset(reader->memo + old_capacity, 0, (reader->memo_capacity - old_capacity) * sizeof *reader->memo);
+    memset(reader->memo + old_capacity, 0,
+           (reader->memo_capacity - old_capacity) * sizeof *reader->memo);
     if (!reader->memo[key])
         reader->memo_entries++;
     reader->memo[key] = reader->stack[reader->stack_count - 1];
@@ -345,7 +334,8 @@ static bool memo_get(struct reader *reader, uint64_t key)
 {
     if (key >= reader->memo_capacity || !reader->memo[key]) {
         char problem[64];
-        snprintf(problem, sizeof problem, "refers to memo key %" PRIu64 ", which was never stored", key);
+        snprintf(problem, sizeof problem, "refers to memo key %" PRIu64 ", which was never stored",
+                 key);
         return fail(reader, problem);
     }
     return push(reader, reader->memo[key]);
@@ -355,16 +345,18 @@ static bool refuse(struct reader *reader, uint8_t opcode)
 {
     const struct opcode_info *info = &opcodes[opcode];
     if (!info->name)
-        return replay_fail(reader->error, "byte %zu: unknown pickle opcode 0x%02x", reader->opcode_offset,
-                           opcode);
+        return replay_fail(reader->error, "byte %zu: unknown pickle opcode 0x%02x",
+                           reader->opcode_offset, opcode);
     if (info->kind == OPCODE_CODE)
         return replay_fail(reader->error,
                            "byte %zu: opcode %s (0x%02x) refused: it would import or call Python "
                            "code, and a memory snapshot holds only dicts, lists, tuples, numbers "
-                           "and strings", reader->opcode_offset, info->name, opcode);
+                           "and strings",
+                           reader->opcode_offset, info->name, opcode);
     return replay_fail(reader->error,
                        "byte %zu: opcode %s (0x%02x) is not supported: memory snapshots "
-                       "(pickle protocol 2 to 5) do not use it", reader->opcode_offset, info->name, opcode);
+                       "(pickle protocol 2 to 5) do not use it",
+                       reader->opcode_offset, info->name, opcode);
 }
 
 /* Executes one data opcode; sets *stopped at STOP. */
@@ -389,8 +381,8 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         *stopped = true;
         return true;
     case '(':
-        if (!grow((void **)&reader->marks, &reader->mark_capacity, reader->mark_count + 1,
-                  sizeof *reader->marks))
+        if (!growable_array_reserve((void **)&reader->marks, &reader->mark_capacity,
+                                    reader->mark_count + 1, sizeof *reader->marks))
             return fail(reader, "ran out of host memory");
         reader->marks[reader->mark_count++] = reader->stack_count;
         return true;
@@ -406,15 +398,19 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_LIST, height);
     case 't':
         return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_TUPLE, height);
-    case 0x85: case 0x86: case 0x87: /* TUPLE1..3 */
+    case 0x85:
+    case 0x86:
+    case 0x87: /* TUPLE1..3 */
         return need_stack(reader, opcode - 0x84u) &&
                build_from_stack(reader, PICKLE_TUPLE, reader->stack_count - (opcode - 0x84u));
     case 's':
-        return need_stack(reader, 3) && add_to_container(reader, PICKLE_DICT, reader->stack_count - 2);
+        return need_stack(reader, 3) &&
+               add_to_container(reader, PICKLE_DICT, reader->stack_count - 2);
     case 'u':
         return pop_mark(reader, &height) && add_to_container(reader, PICKLE_DICT, height);
     case 'a':
-        return need_stack(reader, 2) && add_to_container(reader, PICKLE_LIST, reader->stack_count - 1);
+        return need_stack(reader, 2) &&
+               add_to_container(reader, PICKLE_LIST, reader->stack_count - 1);
     case 'e':
         return pop_mark(reader, &height) && add_to_container(reader, PICKLE_LIST, height);
     case 'J':
@@ -431,7 +427,8 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         return push_float(reader);
     case 'N':
         return push(reader, new_value(reader, PICKLE_NONE));
-    case 0x88: case 0x89:
+    case 0x88:
+    case 0x89:
         value = new_value(reader, PICKLE_BOOL);
         if (value)
             value->boolean = opcode == 0x88;
@@ -485,7 +482,7 @@ bool pickle_read(const uint8_t *data, size_t length, struct pickle_document *doc
     *document = (struct pickle_document){0};
     if (length == 0 || data[0] != 0x80)
         return replay_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
-                           "the PROTO opcode 0x80)");
+                                  "the PROTO opcode 0x80)");
     struct reader reader = {.data = data, .length = length, .document = document, .error = error};
     bool stopped = false, ok = true;
     while (ok && !stopped) {

@@ -77,6 +77,23 @@ static const char *const row_names[ROW_COUNT] = {
     [ROW_SMALLEST_DEVICE] = "smallest device",
 };
 
+/* The value of a row that counts events. */
+static int64_t row_count(const struct replay_outcome *outcome, enum row row)
+{
+    switch (row) {
+    case ROW_DRIVER_ALLOCATIONS:
+        return outcome->stats.num_device_alloc;
+    case ROW_DRIVER_FREES:
+        return outcome->stats.num_device_free;
+    case ROW_RETRIES:
+        return outcome->stats.num_alloc_retries;
+    case ROW_OOMS:
+        return outcome->stats.num_ooms;
+    default:
+        return synchronizations(outcome);
+    }
+}
+
 static void format_cell(const struct replay_column *column, enum row row, char *cell)
 {
     const struct replay_outcome *outcome = &column->outcome;
@@ -94,19 +111,11 @@ static void format_cell(const struct replay_column *column, enum row row, char *
         snprintf(cell, CELL_SIZE, "%.2f%%", 100 * (1 - utilisation(outcome)));
         break;
     case ROW_DRIVER_ALLOCATIONS:
-        snprintf(cell, CELL_SIZE, "%" PRId64, outcome->stats.num_device_alloc);
-        break;
     case ROW_DRIVER_FREES:
-        snprintf(cell, CELL_SIZE, "%" PRId64, outcome->stats.num_device_free);
-        break;
     case ROW_RETRIES:
-        snprintf(cell, CELL_SIZE, "%" PRId64, outcome->stats.num_alloc_retries);
-        break;
     case ROW_OOMS:
-        snprintf(cell, CELL_SIZE, "%" PRId64, outcome->stats.num_ooms);
-        break;
     case ROW_SYNCHRONIZATIONS:
-        snprintf(cell, CELL_SIZE, "%" PRId64, synchronizations(outcome));
+        snprintf(cell, CELL_SIZE, "%" PRId64, row_count(outcome, row));
         break;
     case ROW_COMPLETED:
         if (outcome->completed)
@@ -138,8 +147,10 @@ static void print_header(FILE *out, const struct replay_report *report)
     fprintf(out, "trace   %s (%s", report->trace_path, trace->format);
     if (strcmp(trace->format, "PyTorch snapshot") == 0)
         fprintf(out, ", device %d", trace->device);
-    fprintf(out, ")\nevents  %zu: %zu %s, %zu %s, %zu %s alive before the recording "
-            "(inferred), %zu %s\n", trace->event_count, trace->alloc_count,
+    fprintf(out,
+            ")\nevents  %zu: %zu %s, %zu %s, %zu %s alive before the recording "
+            "(inferred), %zu %s\n",
+            trace->event_count, trace->alloc_count,
             plural(trace->alloc_count, "allocation", "allocations"), trace->free_count,
             plural(trace->free_count, "free", "frees"), trace->inferred_count,
             plural(trace->inferred_count, "allocation", "allocations"), trace->stream_count,
@@ -156,13 +167,15 @@ static void print_failure(FILE *out, const struct replay_report *report,
     const struct replay_event *event = &report->trace->events[outcome->failed_event];
     char where[64], size[CELL_SIZE], allocated[CELL_SIZE], reserved[CELL_SIZE];
     replay_position_format(event->position, where, sizeof where);
-    fprintf(out, "%s: %s at event %zu (%s%s): %" PRIu64 " bytes (%s) on stream 0x%" PRIx64
+    fprintf(out,
+            "%s: %s at event %zu (%s%s): %" PRIu64 " bytes (%s) on stream 0x%" PRIx64
             ", with %s allocated and %s reserved\n",
             column->label,
             outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY ? "out of memory"
                                                                    : "allocation refused",
-            outcome->failed_event, event->inferred ? "allocation alive before the recording, from " : "",
-            where, event->size, replay_format_bytes(event->size, size, sizeof size),
+            outcome->failed_event,
+            event->inferred ? "allocation alive before the recording, from " : "", where,
+            event->size, replay_format_bytes(event->size, size, sizeof size),
             report->trace->streams[event->stream_index],
             replay_format_bytes((uint64_t)outcome->stats.allocated_bytes[GPUCACHE_STAT_ALL].current,
                                 allocated, sizeof allocated),
@@ -177,7 +190,7 @@ void replay_print_table(FILE *out, const struct replay_report *report)
     bool searched = columns > 0 && report->columns[0].searched;
     size_t rows = searched ? ROW_COUNT : ROW_SMALLEST_DEVICE;
     size_t cell_count = rows * columns;
-    char (*cells)[CELL_SIZE] = calloc(cell_count > 0 ? cell_count : 1, CELL_SIZE);
+    char(*cells)[CELL_SIZE] = calloc(cell_count > 0 ? cell_count : 1, CELL_SIZE);
     int *widths = calloc(columns ? columns : 1, sizeof *widths);
     if (!cells || !widths) {
         free(cells);
@@ -268,8 +281,10 @@ static void print_json_column(FILE *out, const struct replay_report *report,
         char where[64];
         fprintf(out, "{\"event\": %zu, \"position\": ", outcome->failed_event);
         print_json_string(out, replay_position_format(event->position, where, sizeof where));
-        fprintf(out, ", \"inferred\": %s, \"size\": %" PRIu64 ", \"stream\": %" PRIu64
-                ", \"out_of_memory\": %s}", event->inferred ? "true" : "false", event->size,
+        fprintf(out,
+                ", \"inferred\": %s, \"size\": %" PRIu64 ", \"stream\": %" PRIu64
+                ", \"out_of_memory\": %s}",
+                event->inferred ? "true" : "false", event->size,
                 report->trace->streams[event->stream_index],
                 outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY ? "true" : "false");
     }
@@ -290,7 +305,8 @@ void replay_print_json(FILE *out, const struct replay_report *report)
     print_json_string(out, report->trace_path);
     fputs(",\n \"format\": ", out);
     print_json_string(out, trace->format);
-    fprintf(out, ",\n \"device\": %d,\n \"events\": %zu,\n \"allocations\": %zu,\n"
+    fprintf(out,
+            ",\n \"device\": %d,\n \"events\": %zu,\n \"allocations\": %zu,\n"
             " \"frees\": %zu,\n \"inferred_allocations\": %zu,\n \"streams\": %zu,\n"
             " \"peak_live_bytes\": %" PRIu64 ",\n \"device_memory\": %" PRIu64 ",\n"
             " \"configurations\": [\n",

@@ -12,7 +12,7 @@
 
 /* One configuration's results. */
 struct replay_column {
-    const char *label; /* the --conf string, or "default" */
+    const char *label;         /* the --conf string, or "default" */
     const char *configuration; /* the --conf string, or "" for the defaults */
     struct replay_outcome outcome;
     bool searched;            /* --min-device ran */

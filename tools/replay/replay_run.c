@@ -35,8 +35,8 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
              * is skipped below because its address stays 0. */
             address_of_slot[event->slot] = 0;
             if (event->size > 0) {
-                gpucache_result result = gpucache_allocator_malloc(
-                    allocator, event->size, stream, &address_of_slot[event->slot]);
+                gpucache_result result = gpucache_allocator_malloc(allocator, event->size, stream,
+                                                                   &address_of_slot[event->slot]);
                 if (result != GPUCACHE_SUCCESS) {
                     outcome->failed_event = index;
                     outcome->failed_result = result;
@@ -58,8 +58,8 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
                 struct replay_outcome *outcome)
 {
     *outcome = (struct replay_outcome){0};
-    uint64_t *address_of_slot = calloc(trace->slot_count ? trace->slot_count : 1,
-                                       sizeof *address_of_slot);
+    uint64_t *address_of_slot =
+        calloc(trace->slot_count ? trace->slot_count : 1, sizeof *address_of_slot);
     struct accounting_driver *driver = accounting_driver_create(capacity, 0);
     struct gpucache_allocator *allocator =
         driver ? gpucache_allocator_create(config, accounting_driver_interface(driver), 0) : NULL;
@@ -82,8 +82,7 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
 }
 
 static bool completes_on(const struct replay_trace *trace, const struct gpucache_config *config,
-                         uint64_t capacity, const struct replay_progress *progress,
-                         bool *completed)
+                         uint64_t capacity, const struct replay_progress *progress, bool *completed)
 {
     struct replay_outcome outcome;
     if (!replay_run(trace, config, capacity, progress, &outcome))

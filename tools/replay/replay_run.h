@@ -26,11 +26,11 @@ struct replay_progress {
 };
 
 struct replay_outcome {
-    bool completed;       /* every event replayed without running out of memory */
-    size_t failed_event;  /* index in trace.events of the request that failed */
-    int failed_result;    /* the allocator's result for it (GPUCACHE_ERROR_*) */
+    bool completed;              /* every event replayed without running out of memory */
+    size_t failed_event;         /* index in trace.events of the request that failed */
+    int failed_result;           /* the allocator's result for it (GPUCACHE_ERROR_*) */
     struct gpucache_stats stats; /* at the end, or just after the failure */
-    double seconds;       /* wall time of the replay loop alone */
+    double seconds;              /* wall time of the replay loop alone */
 };
 
 /* Replays `trace` with `config` on a device of `capacity` bytes. Stops at the

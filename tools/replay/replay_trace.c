@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "growable_array.h"
+
 bool replay_fail(struct replay_error *error, const char *format, ...)
 {
     va_list arguments;
@@ -96,29 +98,13 @@ static bool out_of_memory(struct replay_error *error)
     return replay_fail(error, "out of host memory while reading the trace");
 }
 
-/* Grows `*array` (of `element` bytes each) so index `needed - 1` fits. */
-static bool reserve(void **array, size_t *capacity, size_t needed, size_t element)
-{
-    if (needed <= *capacity)
-        return true;
-    size_t grown = *capacity ? *capacity * 2 : 256;
-    while (grown < needed)
-        grown *= 2;
-    void *bigger = realloc(*array, grown * element);
-    if (!bigger)
-        return false;
-    *array = bigger;
-    *capacity = grown;
-    return true;
-}
-
 /* The index of a recorded handle (stream or thread id) in `table`. */
-static bool intern(struct address_map *index_of, uint64_t **table, size_t *count,
-                   size_t *capacity, uint64_t value, uint32_t *index)
+static bool intern(struct address_map *index_of, uint64_t **table, size_t *count, size_t *capacity,
+                   uint64_t value, uint32_t *index)
 {
     if (address_map_get(index_of, value, index))
         return true;
-    if (!reserve((void **)table, capacity, *count + 1, sizeof **table))
+    if (!growable_array_reserve((void **)table, capacity, *count + 1, sizeof **table))
         return false;
     *index = (uint32_t)*count;
     (*table)[(*count)++] = value;
@@ -131,12 +117,11 @@ static bool new_slot(struct replay_trace_builder *builder, uint64_t address,
     struct replay_trace *trace = builder->trace;
     if (trace->slot_count >= UINT32_MAX)
         return false;
-    if (!reserve((void **)&builder->slots, &builder->slot_capacity, trace->slot_count + 1,
-                 sizeof *builder->slots))
+    if (!growable_array_reserve((void **)&builder->slots, &builder->slot_capacity,
+                                trace->slot_count + 1, sizeof *builder->slots))
         return false;
     *slot = (uint32_t)trace->slot_count++;
-    builder->slots[*slot] = (struct replay_slot_record){.allocated_at = allocated_at,
-                                                        .live = true};
+    builder->slots[*slot] = (struct replay_slot_record){.allocated_at = allocated_at, .live = true};
     return address_map_put(&builder->slot_of_address, address, *slot);
 }
 
@@ -165,8 +150,8 @@ static bool add_inferred(struct replay_trace_builder *builder, const struct repl
     struct replay_event event;
     if (!make_event(builder, &allocation, &event) ||
         !new_slot(builder, record->address, record->position, slot) ||
-        !reserve((void **)&builder->inferred, &builder->inferred_capacity,
-                 builder->inferred_count + 1, sizeof *builder->inferred))
+        !growable_array_reserve((void **)&builder->inferred, &builder->inferred_capacity,
+                                builder->inferred_count + 1, sizeof *builder->inferred))
         return false;
     event.slot = *slot;
     event.inferred = true;
@@ -188,23 +173,21 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
 
     if (record->action == REPLAY_ALLOC) {
         if (seen && builder->slots[slot].live)
-            return replay_fail(error,
-                               "%s: allocation at 0x%" PRIx64 ", which is still live "
-                               "(allocated at %s)",
-                               replay_position_format(record->position, here, sizeof here),
-                               record->address,
-                               replay_position_format(builder->slots[slot].allocated_at, there,
-                                                      sizeof there));
+            return replay_fail(
+                error,
+                "%s: allocation at 0x%" PRIx64 ", which is still live "
+                "(allocated at %s)",
+                replay_position_format(record->position, here, sizeof here), record->address,
+                replay_position_format(builder->slots[slot].allocated_at, there, sizeof there));
         if (!new_slot(builder, record->address, record->position, &slot))
             return out_of_memory(error);
         trace->alloc_count++;
     } else {
         if (seen && !builder->slots[slot].live)
-            return replay_fail(error, "%s: free of 0x%" PRIx64 ", already freed at %s",
-                               replay_position_format(record->position, here, sizeof here),
-                               record->address,
-                               replay_position_format(builder->slots[slot].freed_at, there,
-                                                      sizeof there));
+            return replay_fail(
+                error, "%s: free of 0x%" PRIx64 ", already freed at %s",
+                replay_position_format(record->position, here, sizeof here), record->address,
+                replay_position_format(builder->slots[slot].freed_at, there, sizeof there));
         if (!seen && !add_inferred(builder, record, &slot))
             return out_of_memory(error);
         builder->slots[slot].live = false;
@@ -212,8 +195,8 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
         trace->free_count++;
     }
     event.slot = slot;
-    if (!reserve((void **)&trace->events, &trace->event_capacity, trace->event_count + 1,
-                 sizeof *trace->events))
+    if (!growable_array_reserve((void **)&trace->events, &trace->event_capacity,
+                                trace->event_count + 1, sizeof *trace->events))
         return out_of_memory(error);
     trace->events[trace->event_count++] = event;
     return true;
@@ -227,13 +210,12 @@ bool replay_builder_final_block(struct replay_trace_builder *builder,
         if (builder->slots[slot].live)
             return true;
         char here[64], there[64];
-        return replay_fail(error,
-                           "%s: block 0x%" PRIx64 " is allocated in the final state, but %s "
-                           "freed it and the trace never allocated it again",
-                           replay_position_format(block->position, here, sizeof here),
-                           block->address,
-                           replay_position_format(builder->slots[slot].freed_at, there,
-                                                  sizeof there));
+        return replay_fail(
+            error,
+            "%s: block 0x%" PRIx64 " is allocated in the final state, but %s "
+            "freed it and the trace never allocated it again",
+            replay_position_format(block->position, here, sizeof here), block->address,
+            replay_position_format(builder->slots[slot].freed_at, there, sizeof there));
     }
     if (!add_inferred(builder, block, &slot))
         return out_of_memory(error);
@@ -243,14 +225,16 @@ bool replay_builder_final_block(struct replay_trace_builder *builder,
 static int compare_original_address(const void *left, const void *right)
 {
     const struct replay_event *a = left, *b = right;
-    return (a->original_address > b->original_address) - (a->original_address < b->original_address);
+    return (a->original_address > b->original_address) -
+           (a->original_address < b->original_address);
 }
 
 /* The most requested bytes alive at once: no device smaller than this can
  * hold the trace, whatever the allocator does. */
 static uint64_t peak_live_bytes(const struct replay_trace *trace)
 {
-    uint64_t *size_of_slot = calloc(trace->slot_count ? trace->slot_count : 1, sizeof *size_of_slot);
+    uint64_t *size_of_slot =
+        calloc(trace->slot_count ? trace->slot_count : 1, sizeof *size_of_slot);
     if (!size_of_slot)
         return 0;
     uint64_t live = 0, peak = 0;
@@ -273,8 +257,8 @@ bool replay_builder_finish(struct replay_trace_builder *builder, struct replay_e
     struct replay_trace *trace = builder->trace;
     size_t inferred = builder->inferred_count;
     if (inferred) {
-        if (!reserve((void **)&trace->events, &trace->event_capacity,
-                     trace->event_count + inferred, sizeof *trace->events)) {
+        if (!growable_array_reserve((void **)&trace->events, &trace->event_capacity,
+                                    trace->event_count + inferred, sizeof *trace->events)) {
             replay_builder_abandon(builder);
             return out_of_memory(error);
         }

@@ -54,8 +54,8 @@ struct replay_event {
     uint32_t stream_index;     /* into replay_trace.streams */
     uint32_t thread_index;     /* into replay_trace.threads */
     struct replay_position position;
-    uint8_t action;            /* enum replay_action */
-    bool inferred;             /* alive before the recording began */
+    uint8_t action; /* enum replay_action */
+    bool inferred;  /* alive before the recording began */
 };
 
 struct replay_trace {
@@ -66,11 +66,11 @@ struct replay_trace {
     size_t stream_count;
     uint64_t *threads; /* the recorded thread id of each thread index */
     size_t thread_count;
-    size_t slot_count;     /* allocations, recorded and inferred */
-    size_t inferred_count; /* the first events: pre-existing allocations */
-    size_t alloc_count;    /* recorded allocations */
-    size_t free_count;     /* recorded frees */
-    size_t ignored_count;  /* input records that are not allocations or frees */
+    size_t slot_count;        /* allocations, recorded and inferred */
+    size_t inferred_count;    /* the first events: pre-existing allocations */
+    size_t alloc_count;       /* recorded allocations */
+    size_t free_count;        /* recorded frees */
+    size_t ignored_count;     /* input records that are not allocations or frees */
     uint64_t peak_live_bytes; /* most requested bytes alive at once */
     const char *format;       /* "RMM replay CSV" or "PyTorch snapshot" */
     int device;               /* the snapshot device replayed; 0 for CSV */

@@ -53,7 +53,8 @@ static bool parse_unsigned(struct field field, unsigned base, uint64_t *value)
  * hexadecimal for pointers and decimal for streams and threads. */
 static bool parse_handle(struct field field, unsigned bare_base, uint64_t *value)
 {
-    if (field.length > 2 && field.start[0] == '0' && (field.start[1] == 'x' || field.start[1] == 'X'))
+    if (field.length > 2 && field.start[0] == '0' &&
+        (field.start[1] == 'x' || field.start[1] == 'X'))
         return parse_unsigned((struct field){field.start + 2, field.length - 2}, 16, value);
     return parse_unsigned(field, bare_base, value);
 }
@@ -64,7 +65,8 @@ static bool parse_time(struct field field, int64_t *time_us)
 {
     const char *dot = memchr(field.start, '.', field.length);
     struct field whole = {field.start, dot ? (size_t)(dot - field.start) : field.length};
-    struct field fraction = {dot ? dot + 1 : field.start, dot ? field.length - whole.length - 1 : 0};
+    struct field fraction = {dot ? dot + 1 : field.start,
+                             dot ? field.length - whole.length - 1 : 0};
     uint64_t seconds = 0, part;
     if (memchr(whole.start, ':', whole.length)) {
         /* Hours, minutes, seconds; minutes and seconds below 60. */
@@ -115,41 +117,53 @@ static size_t split_row(const char *line, size_t length, struct field fields[FIE
     }
 }
 
+static const char *const column_names[FIELD_COUNT] = {"Thread", "Time",  "Action",
+                                                      "Pointer", "Size", "Stream"};
+
+/* "line N: <Column> '<value>' <problem>". */
+static bool bad_field(struct replay_error *error, uint32_t line,
+                      const struct field fields[FIELD_COUNT], size_t column, const char *problem)
+{
+    char shown[200];
+    return replay_fail(error, "line %" PRIu32 ": %s %s %s", line, column_names[column],
+                       quoted(fields[column], shown, sizeof shown), problem);
+}
+
 static bool read_row(struct replay_trace_builder *builder, const struct field fields[FIELD_COUNT],
                      uint32_t line, struct replay_error *error)
 {
-    char shown[200];
     struct replay_record record = {.position = {.origin = REPLAY_ORIGIN_CSV_LINE, .major = line}};
 
     if (field_is(fields[2], "allocate failure")) {
         builder->trace->ignored_count++;
         return true;
     }
-    if (field_is(fields[2], "allocate"))
+    if (field_is(fields[2], "allocate")) {
         record.action = REPLAY_ALLOC;
-    else if (field_is(fields[2], "free") || field_is(fields[2], "deallocate"))
+    } else if (field_is(fields[2], "free") || field_is(fields[2], "deallocate")) {
         record.action = REPLAY_FREE;
-    else
-        return replay_fail(error, "line %" PRIu32 ": unknown action %s (expected allocate, free, "
-                           "deallocate or allocate failure)", line, quoted(fields[2], shown, sizeof shown));
-
+    } else {
+        char shown[200];
+        return replay_fail(error,
+                           "line %" PRIu32 ": unknown action %s (expected allocate, free, "
+                           "deallocate or allocate failure)",
+                           line, quoted(fields[2], shown, sizeof shown));
+    }
     if (!parse_handle(fields[0], 10, &record.thread))
-        return replay_fail(error, "line %" PRIu32 ": Thread %s is not a thread id (expected a "
-                           "decimal or 0x-prefixed number)", line, quoted(fields[0], shown, sizeof shown));
+        return bad_field(error, line, fields, 0,
+                         "is not a thread id (expected a decimal or 0x-prefixed number)");
     if (!parse_time(fields[1], &record.time_us))
-        return replay_fail(error, "line %" PRIu32 ": Time %s is not a time (expected HH:MM:SS.ffffff "
-                           "or seconds)", line, quoted(fields[1], shown, sizeof shown));
+        return bad_field(error, line, fields, 1,
+                         "is not a time (expected HH:MM:SS.ffffff or seconds)");
     if (!parse_handle(fields[3], 16, &record.address))
-        return replay_fail(error, "line %" PRIu32 ": Pointer %s is not an address (expected "
-                           "hexadecimal such as 0x7f0a00000000)", line,
-                           quoted(fields[3], shown, sizeof shown));
+        return bad_field(error, line, fields, 3,
+                         "is not an address (expected hexadecimal such as 0x7f0a00000000)");
     if (!parse_unsigned(fields[4], 10, &record.size))
-        return replay_fail(error, "line %" PRIu32 ": Size %s is not a number of bytes (expected a "
-                           "decimal integer)", line, quoted(fields[4], shown, sizeof shown));
+        return bad_field(error, line, fields, 4,
+                         "is not a number of bytes (expected a decimal integer)");
     if (!parse_handle(fields[5], 10, &record.stream))
-        return replay_fail(error, "line %" PRIu32 ": Stream %s is not a stream handle (expected a "
-                           "decimal or 0x-prefixed number)", line, quoted(fields[5], shown, sizeof shown));
-
+        return bad_field(error, line, fields, 5,
+                         "is not a stream handle (expected a decimal or 0x-prefixed number)");
     return replay_builder_add(builder, &record, error);
 }
 
@@ -188,7 +202,8 @@ bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
         size_t count = split_row(row, line_length, fields);
         bool ok = count == FIELD_COUNT
                       ? read_row(&builder, fields, line, error)
-                      : replay_fail(error, "line %" PRIu32 ": %zu fields (expected 6: " RMM_CSV_HEADER ")",
+                      : replay_fail(error,
+                                    "line %" PRIu32 ": %zu fields (expected 6: " RMM_CSV_HEADER ")",
                                     line, count);
         if (!ok) {
             replay_builder_abandon(&builder);

@@ -8,8 +8,9 @@
 
 /* Every action PyTorch records; only alloc and the chosen free move memory. */
 static const char *const known_actions[] = {
-    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap", "oom", "snapshot", "annotate",
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "oom",
+    "snapshot",     "annotate",
 };
 
 static bool is_known_action(const struct pickle_value *action)
@@ -69,8 +70,10 @@ static bool pick_device(const struct pickle_value *traces, int requested, int *d
     size_t count = traces->sequence.count;
     if (requested != SNAPSHOT_ANY_DEVICE) {
         if ((size_t)requested >= count)
-            return replay_fail(error, "device_traces: no trace for device %d (the snapshot has "
-                               "%zu device%s)", requested, count, count == 1 ? "" : "s");
+            return replay_fail(error,
+                               "device_traces: no trace for device %d (the snapshot has "
+                               "%zu device%s)",
+                               requested, count, count == 1 ? "" : "s");
         *device = requested;
         return true;
     }
@@ -102,11 +105,14 @@ static bool read_entries(struct replay_trace_builder *builder, const struct pick
     for (size_t index = 0; index < entries->sequence.count; index++) {
         const struct pickle_value *entry = entries->sequence.items[index];
         struct replay_position position = {.origin = REPLAY_ORIGIN_TRACE_ENTRY,
-                                           .major = (uint32_t)device, .minor = (uint32_t)index};
+                                           .major = (uint32_t)device,
+                                           .minor = (uint32_t)index};
         replay_position_format(position, where, sizeof where);
         if (entry->kind != PICKLE_DICT)
-            return replay_fail(error, "%s: a %s (expected a dict with 'action', 'addr', 'size', "
-                               "'stream')", where, pickle_kind_name(entry->kind));
+            return replay_fail(error,
+                               "%s: a %s (expected a dict with 'action', 'addr', 'size', "
+                               "'stream')",
+                               where, pickle_kind_name(entry->kind));
         const struct pickle_value *action = pickle_dict_get(entry, "action");
         if (!action)
             return replay_fail(error, "%s: 'action' is missing", where);
@@ -115,11 +121,12 @@ static bool read_entries(struct replay_trace_builder *builder, const struct pick
                 return replay_fail(error, "%s: 'action' is a %s (expected a str)", where,
                                    pickle_kind_name(action->kind));
             char shown[200];
-            return replay_fail(error, "%s: unknown action %s (expected alloc, free_requested, "
-                               "free_completed, segment_alloc, segment_free, segment_map, "
-                               "segment_unmap, oom, snapshot or annotate)", where,
-                               replay_quote(action->text.bytes, action->text.length, shown,
-                                            sizeof shown));
+            return replay_fail(
+                error,
+                "%s: unknown action %s (expected alloc, free_requested, "
+                "free_completed, segment_alloc, segment_free, segment_map, "
+                "segment_unmap, oom, snapshot or annotate)",
+                where, replay_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
         if (pickle_string_is(action, "alloc"))
@@ -173,7 +180,8 @@ static bool read_final_state(struct replay_trace_builder *builder,
                 .address = address,
                 .stream = (uint64_t)stream,
                 .time_us = -1,
-                .position = {.origin = REPLAY_ORIGIN_FINAL_BLOCK, .major = (uint32_t)segment_index,
+                .position = {.origin = REPLAY_ORIGIN_FINAL_BLOCK,
+                             .major = (uint32_t)segment_index,
                              .minor = (uint32_t)block_index},
             };
             replay_position_format(record.position, where, sizeof where);
@@ -194,13 +202,15 @@ static bool read_final_state(struct replay_trace_builder *builder,
             if (!integer_field(block, "requested_size", false, where, &requested, error))
                 return false;
             record.size = (uint64_t)requested;
-            bool allocated = pickle_string_is(state, "active_allocated") ||
-                             (pending_counts_as_allocated &&
-                              pickle_string_is(state, "active_pending_free"));
+            bool allocated =
+                pickle_string_is(state, "active_allocated") ||
+                (pending_counts_as_allocated && pickle_string_is(state, "active_pending_free"));
             if (!state || (!allocated && !pickle_string_is(state, "inactive") &&
                            !pickle_string_is(state, "active_pending_free")))
-                return replay_fail(error, "%s: 'state' is not one of active_allocated, "
-                                   "active_pending_free, inactive", where);
+                return replay_fail(error,
+                                   "%s: 'state' is not one of active_allocated, "
+                                   "active_pending_free, inactive",
+                                   where);
             if (allocated && !replay_builder_final_block(builder, &record, error))
                 return false;
         }
@@ -212,8 +222,10 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct pic
                           int requested_device, struct replay_error *error)
 {
     if (root->kind != PICKLE_DICT)
-        return replay_fail(error, "top level: a %s (expected the dict that "
-                           "torch.cuda.memory._snapshot() returns)", pickle_kind_name(root->kind));
+        return replay_fail(error,
+                           "top level: a %s (expected the dict that "
+                           "torch.cuda.memory._snapshot() returns)",
+                           pickle_kind_name(root->kind));
     const struct pickle_value *traces = list_field(root, "device_traces", "top level", error);
     if (!traces)
         return false;
@@ -221,7 +233,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct pic
     if (!pick_device(traces, requested_device, &device, error))
         return false;
     builder->trace->device = device;
-    const struct pickle_value *entries = traces->sequence.count ? traces->sequence.items[device] : NULL;
+    const struct pickle_value *entries =
+        traces->sequence.count ? traces->sequence.items[device] : NULL;
     if (entries && entries->kind != PICKLE_LIST)
         return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
                            device, pickle_kind_name(entries->kind));
