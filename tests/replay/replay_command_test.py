@@ -252,11 +252,11 @@ WEIGHTS_REQUESTED = 30 * MiB - 1000
 WEIGHTS_ALLOCATED = 30 * MiB
 
 
-def snapshot_scenario(free_completed=True):
+def snapshot_scenario(free_completed=True, device=0):
     """A snapshot whose trace starts after two allocations were made: one
     freed during the trace (a free without alloc) and one still alive at the
     end (only in the final state). Then DESIGN example 1's first order."""
-    writer = SnapshotWriter(free_completed=free_completed)
+    writer = SnapshotWriter(device=device, free_completed=free_completed)
     weights, early = 0x7F0000000000, 0x7F1000000000
     writer.free(early, 8 * MiB)
     small = [0x7F2000000000 + index * 16 * MiB for index in range(8)]
@@ -307,6 +307,17 @@ def case_snapshot(tool, workdir, _traces):
     path = os.path.join(workdir, "snapshot_requested_only.pickle")
     snapshot_scenario(free_completed=False).write(path, 4)
     check_snapshot_result(replay_json(tool, path), "free_requested only")
+    # A second GPU: its trace is found without --device, and named with it.
+    path = os.path.join(workdir, "snapshot_device1.pickle")
+    snapshot_scenario(device=1).write(path, 4)
+    report = replay_json(tool, path)
+    check(report["device"] == 1, f"picked device {report['device']}, expected the one with entries")
+    check_snapshot_result(report, "device 1")
+    check_snapshot_result(replay_json(tool, path, "--device", "1"), "--device 1")
+    empty = replay_json(tool, path, "--device", "0")
+    check(empty["events"] == 0 and empty["configurations"][0]["completed"], "device 0 is empty")
+    expect_error(tool, path, f"gpucache replay: {path}: device_traces: no trace for device 2 (the "
+                 "snapshot has 2 devices)", "--device", "2")
 
 
 def case_snapshot_errors(tool, workdir, _traces):
