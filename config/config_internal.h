@@ -126,6 +126,10 @@ int config_parse_signal(struct config_parser *parser,
  * large_segment_size_mb, snapshot_signal needing snapshot). */
 int config_check_consistency(struct config_parser *parser);
 
+/* Length of the UTF-8 sequence starting at `text`, or 0 if it is invalid
+ * (overlong forms, surrogates and code points above U+10FFFF included). */
+size_t config_utf8_sequence_length(const unsigned char *text);
+
 /* The C locale, for number parsing and printing that must not follow the
  * program's locale. glibc returns a static object for "C": no allocation. */
 locale_t config_c_locale(void);
