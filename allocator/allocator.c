@@ -85,6 +85,18 @@ static void change_inactive_split(struct gpucache_allocator *allocator, const st
     stat_array_change(allocator->stats.inactive_split_bytes, block->pool, bytes);
 }
 
+static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    struct stream_state *state =
+        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
+    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
+                                     : allocator->all_completed_tick;
+    return block->free_tick <= cleared;
+}
+
 /* Whether the free neighbour may join a block being freed: it must be free,
  * equally mapped, and safe for the block's stream. */
 static bool can_merge(const struct gpucache_allocator *allocator, const struct block *block,
@@ -92,13 +104,22 @@ static bool can_merge(const struct gpucache_allocator *allocator, const struct b
 {
     if (neighbour == NULL || neighbour->state != BLOCK_FREE || neighbour->mapped != block->mapped)
         return false;
-    if (neighbour->stream == block->stream || neighbour->free_tick == 0)
-        return true;
-    struct stream_state *state =
-        stream_state_find((struct gpucache_allocator *)allocator, neighbour->stream, false);
-    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
-                                     : allocator->all_completed_tick;
-    return neighbour->free_tick <= cleared;
+    return neighbour->stream == block->stream || cleared_for_everyone(allocator, neighbour);
+}
+
+/* Takes `gone`, an address neighbour of `survivor`, out of the segment's
+ * chain; the survivor will cover its bytes. */
+static void unlink_into(struct block *survivor, struct block *gone)
+{
+    if (gone == survivor->next) {
+        survivor->next = gone->next;
+        if (gone->next != NULL)
+            gone->next->prev = survivor;
+    } else {
+        survivor->prev = gone->prev;
+        if (gone->prev != NULL)
+            gone->prev->next = survivor;
+    }
 }
 
 /* Absorbs a free neighbour; returns the bytes it brought. */
@@ -106,16 +127,9 @@ static size_t merge_neighbour(struct gpucache_allocator *allocator, struct block
                               struct block *neighbour)
 {
     free_pool_remove(allocator, neighbour);
-    if (neighbour == block->prev) {
+    if (neighbour == block->prev)
         block->address = neighbour->address;
-        block->prev = neighbour->prev;
-        if (block->prev != NULL)
-            block->prev->next = block;
-    } else {
-        block->next = neighbour->next;
-        if (block->next != NULL)
-            block->next->prev = block;
-    }
+    unlink_into(block, neighbour);
     block->size += neighbour->size;
     if (neighbour->stream == block->stream && neighbour->free_tick > block->free_tick)
         block->free_tick = neighbour->free_tick;
@@ -134,15 +148,7 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
     int64_t split_bytes = -(int64_t)survivor->size;
     uint64_t address = survivor == block->prev ? survivor->address : block->address;
     uint64_t size = survivor->size + block->size;
-    if (survivor == block->prev) {
-        survivor->next = block->next;
-        if (block->next != NULL)
-            block->next->prev = survivor;
-    } else {
-        survivor->prev = block->prev;
-        if (block->prev != NULL)
-            block->prev->next = survivor;
-    }
+    unlink_into(survivor, block);
     if (block->free_tick > survivor->free_tick)
         survivor->free_tick = block->free_tick;
     block_store_give(allocator, block);
@@ -150,16 +156,9 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
         split_blocks -= 1;
         split_bytes -= (int64_t)other->size;
         free_pool_remove(allocator, other);
-        if (other == survivor->next) {
-            survivor->next = other->next;
-            if (other->next != NULL)
-                other->next->prev = survivor;
-        } else {
-            survivor->prev = other->prev;
-            if (other->prev != NULL)
-                other->prev->next = survivor;
+        if (other == survivor->prev)
             address = other->address;
-        }
+        unlink_into(survivor, other);
         size += other->size;
         if (other->stream == survivor->stream && other->free_tick > survivor->free_tick)
             survivor->free_tick = other->free_tick;
@@ -209,18 +208,6 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     }
     change_inactive_split(allocator, block, split_blocks, split_bytes);
     free_pool_insert(allocator, block);
-}
-
-static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
-                                 const struct block *block)
-{
-    if (block->free_tick == 0)
-        return true;
-    struct stream_state *state =
-        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
-    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
-                                     : allocator->all_completed_tick;
-    return block->free_tick <= cleared;
 }
 
 /* Merges a free block with its free successor when no stream's work can
@@ -363,14 +350,15 @@ static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind poo
     return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
 }
 
-/* Everything freed so far becomes reusable before the last retry: one
- * device synchronization covers every pending epoch and every stream. */
+/* Everything freed so far becomes reusable before the last retry: waits on
+ * the fences of every stream involved, and synchronizes the device only as
+ * the last resort when a fence cannot answer. */
 static void finish_outstanding_work(struct gpucache_allocator *allocator)
 {
     allocator->stats.num_sync_all_streams++;
     bool outstanding = allocator->stats.pending_blocks.current > 0 ||
                        allocator->tick > allocator->all_completed_tick;
-    if (outstanding)
+    if (outstanding && !epochs_wait_all(allocator))
         synchronize_device_for_reuse(allocator);
 }
 

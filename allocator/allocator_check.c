@@ -36,6 +36,16 @@ static bool fail(char *why, size_t why_size, const char *format, ...)
     return false;
 }
 
+/* The free trees' order: (stream, size, address), strictly increasing. */
+static bool key_before(const struct block *a, const struct block *b)
+{
+    if (a->stream != b->stream)
+        return a->stream < b->stream;
+    if (a->size != b->size)
+        return a->size < b->size;
+    return a->address < b->address;
+}
+
 static bool check_block_shape(const struct block *block, char *why, size_t why_size)
 {
     if (block->size == 0 || block->size % 512 != 0 || block->address % 512 != 0)
@@ -113,7 +123,8 @@ static bool count_pending_list(struct gpucache_allocator *allocator, struct reco
 
 static bool count_stream_state(struct gpucache_allocator *allocator,
                                const struct stream_state *state, struct recount *recount,
-                               size_t *closed_epochs, char *why, size_t why_size)
+                               size_t *closed_epochs, size_t closed_bytes[POOL_COUNT],
+                               char *why, size_t why_size)
 {
     if (!count_pending_list(allocator, recount, state->open.first, state->open.block_count, why, why_size))
         return false;
@@ -121,6 +132,8 @@ static bool count_stream_state(struct gpucache_allocator *allocator,
         if (!count_pending_list(allocator, recount, epoch->first, epoch->block_count, why, why_size))
             return false;
         (*closed_epochs)++;
+        for (int pool = 0; pool < POOL_COUNT; pool++)
+            closed_bytes[pool] += epoch->bytes[pool];
     }
     return true;
 }
@@ -157,7 +170,12 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
 
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
+        const struct block *previous = NULL;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks) {
+            if (previous != NULL && !key_before(previous, block))
+                return fail(why, why_size, "free tree of pool %d out of order at 0x%llx", pool,
+                            (unsigned long long)block->address);
+            previous = block;
             if (block->state != BLOCK_FREE || block->pool != pool)
                 return fail(why, why_size, "block 0x%llx in the free tree of pool %d is not free there",
                             (unsigned long long)block->address, pool);
@@ -173,13 +191,18 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
     }
 
     size_t closed_epochs = 0;
-    if (!count_stream_state(allocator, &allocator->all_streams, recount, &closed_epochs, why,
-                            why_size))
+    size_t closed_bytes[POOL_COUNT] = {0};
+    if (!count_stream_state(allocator, &allocator->all_streams, recount, &closed_epochs,
+                            closed_bytes, why, why_size))
         return false;
     for (size_t i = 0; i < allocator->stream_count; i++)
-        if (!count_stream_state(allocator, allocator->streams[i], recount, &closed_epochs, why,
-                                why_size))
+        if (!count_stream_state(allocator, allocator->streams[i], recount, &closed_epochs,
+                                closed_bytes, why, why_size))
             return false;
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        if (closed_bytes[pool] != allocator->closed_pending_bytes[pool])
+            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs, %zu listed",
+                        pool, allocator->closed_pending_bytes[pool], closed_bytes[pool]);
     if (closed_epochs != allocator->closed_epoch_count)
         return fail(why, why_size, "%zu closed epochs counted, %zu listed",
                     allocator->closed_epoch_count, closed_epochs);

@@ -257,6 +257,10 @@ void epochs_close_all_open(struct gpucache_allocator *allocator);
 void epochs_process_completed(struct gpucache_allocator *allocator);
 /* Waits for the oldest closed epoch holding bytes of `pool`; false if none. */
 bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
+/* Before the last retry: fences every stream with pending or uncleared
+ * blocks and waits for all of them. True when every block is then free and
+ * cleared for every stream; false when only a device synchronize can say so. */
+bool epochs_wait_all(struct gpucache_allocator *allocator);
 /* Everything issued so far is known complete: every pending block is
  * freed and every free block is cleared for every stream. */
 void epochs_all_work_done(struct gpucache_allocator *allocator);

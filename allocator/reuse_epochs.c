@@ -202,6 +202,20 @@ void epochs_process_completed(struct gpucache_allocator *allocator)
         process_state(allocator, allocator->streams[i]);
 }
 
+/* Blocks the host until `epoch`'s fence completes, then frees its blocks
+ * and those of the older epochs of `state`. False when the wait failed. */
+static bool wait_for_epoch(struct gpucache_allocator *allocator, struct stream_state *state,
+                           struct epoch *epoch)
+{
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, fence_wait, epoch->fence);
+    allocator->stats.num_fence_waits++;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    complete_epochs_through(allocator, state, epoch);
+    return true;
+}
+
 static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool)
 {
     for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
@@ -228,15 +242,7 @@ bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind poo
             oldest = candidate;
         }
     }
-    if (oldest == NULL)
-        return false;
-    gpucache_result result;
-    DRIVER_CALL(allocator, result, fence_wait, oldest->fence);
-    allocator->stats.num_fence_waits++;
-    if (result != GPUCACHE_SUCCESS)
-        return false;
-    complete_epochs_through(allocator, owner, oldest);
-    return true;
+    return oldest != NULL && wait_for_epoch(allocator, owner, oldest);
 }
 
 static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state)
@@ -277,6 +283,52 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
         if (fitting != NULL && fitting->free_tick > stream_state_cleared_tick(allocator, state))
             epoch_close(allocator, state);
     }
+}
+
+/* Whether `state`'s stream may still be using some of its free blocks
+ * (some stream-ordered free on it came after its last completed fence). */
+static bool stream_has_uncleared_blocks(struct gpucache_allocator *allocator,
+                                        const struct stream_state *state)
+{
+    if (stream_state_cleared_tick(allocator, state) >= allocator->tick)
+        return false;
+    return free_pool_lower_bound(allocator, POOL_SMALL, state->stream, 0) != NULL ||
+           free_pool_lower_bound(allocator, POOL_LARGE, state->stream, 0) != NULL;
+}
+
+/* Waits for the newest closed epoch of `state` and so for all of them.
+ * False when the wait failed. */
+static bool wait_newest_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    return state->newest == NULL || wait_for_epoch(allocator, state, state->newest);
+}
+
+bool epochs_wait_all(struct gpucache_allocator *allocator)
+{
+    if (driver_capture_active(allocator))
+        return false;
+    epochs_close_all_open(allocator);
+    /* A clearing fence for each stream whose free blocks other streams may
+     * not take yet. */
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        struct stream_state *state = allocator->streams[i];
+        if (state->stream != STREAM_RETIRED && state->fenced_tick < allocator->tick &&
+            stream_has_uncleared_blocks(allocator, state))
+            epoch_close(allocator, state);
+    }
+    bool all_done = wait_newest_epoch(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        all_done = wait_newest_epoch(allocator, allocator->streams[i]) && all_done;
+    /* Blocks still pending (their fence could not be recorded), or free
+     * blocks of a stream that could not be fenced, need more. */
+    if (allocator->stats.pending_blocks.current != 0)
+        all_done = false;
+    for (size_t i = 0; i < allocator->stream_count && all_done; i++) {
+        const struct stream_state *state = allocator->streams[i];
+        if (stream_has_uncleared_blocks(allocator, state))
+            all_done = false;
+    }
+    return all_done;
 }
 
 static void rekey_list(struct block *list, gpucache_stream from, gpucache_stream to)

@@ -23,10 +23,18 @@ struct fixture {
     struct gpucache_allocator *allocator;
 };
 
-/* Call fixture_defaults, adjust f->config, then fixture_open. */
+/* Call fixture_defaults, adjust f->config (fixture_configure), then
+ * fixture_open. */
 static inline void fixture_defaults(struct fixture *f)
 {
     gpucache_config_defaults(&f->config);
+}
+
+/* The configuration a PYTORCH_ALLOC_CONF-style string gives. */
+static inline void fixture_configure(struct fixture *f, const char *text)
+{
+    struct gpucache_config_error error;
+    cr_assert_eq(gpucache_config_parse(NULL, text, &f->config, &error), 0, "%s", error.message);
 }
 
 static inline void fixture_open(struct fixture *f, uint64_t capacity)

@@ -7,7 +7,7 @@ Test(limits, oversize_blocks_are_not_given_to_normal_requests)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 4 * GiB);
     uint64_t oversize = alloc(&f, 50 * MiB);
     struct gpucache_stats stats = stats_of(&f);
@@ -28,7 +28,7 @@ Test(limits, oversize_reuse_is_bounded_by_max_non_split_rounding)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 4 * GiB);
     uint64_t oversize = alloc(&f, 70 * MiB);
     free_on(&f, oversize, 0);
@@ -37,8 +37,7 @@ Test(limits, oversize_reuse_is_bounded_by_max_non_split_rounding)
     fixture_close(&f);
 
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
-    f.config.max_non_split_rounding = 30 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40,max_non_split_rounding_mb:30");
     fixture_open(&f, 4 * GiB);
     oversize = alloc(&f, 70 * MiB);
     free_on(&f, oversize, 0);
@@ -74,8 +73,8 @@ Test(limits, garbage_collection_frees_the_oldest_segments_first)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.per_process_memory_fraction = 0.1; /* cap: 100 MiB of 1000 MiB */
-    f.config.garbage_collection_threshold = 0.5; /* collect above 50 MiB */
+    /* Cap: 100 MiB of 1000 MiB; collect above 50 MiB. */
+    fixture_configure(&f, "per_process_memory_fraction:0.1,garbage_collection_threshold:0.5");
     fixture_open(&f, 1000 * MiB);
     uint64_t a;
     make_aged_segments(&f, &a);
@@ -92,7 +91,7 @@ Test(limits, without_a_memory_fraction_there_is_no_garbage_collection)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.garbage_collection_threshold = 0.5;
+    fixture_configure(&f, "garbage_collection_threshold:0.5");
     fixture_open(&f, 1000 * MiB);
     uint64_t a;
     make_aged_segments(&f, &a);
@@ -106,7 +105,7 @@ Test(limits, without_garbage_collection_the_fraction_cap_forces_a_retry)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.per_process_memory_fraction = 0.1;
+    fixture_configure(&f, "per_process_memory_fraction:0.1");
     fixture_open(&f, 1000 * MiB);
     uint64_t a;
     make_aged_segments(&f, &a);
@@ -122,7 +121,7 @@ Test(limits, memory_fraction_caps_reserved_memory)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.per_process_memory_fraction = 0.5;
+    fixture_configure(&f, "per_process_memory_fraction:0.5");
     fixture_open(&f, 100 * MiB);
     alloc(&f, 40 * MiB);
     uint64_t address = 0;
@@ -142,8 +141,7 @@ Test(limits, throw_on_cudamalloc_oom_rejects_without_the_retry_chain)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.per_process_memory_fraction = 0.5;
-    f.config.throw_on_cudamalloc_oom = true;
+    fixture_configure(&f, "per_process_memory_fraction:0.5,throw_on_cudamalloc_oom:True");
     fixture_open(&f, 100 * MiB);
     uint64_t cached = alloc(&f, 40 * MiB);
     free_on(&f, cached, 0);
@@ -162,7 +160,7 @@ Test(limits, the_fraction_retry_releases_cached_segments_to_fit)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.per_process_memory_fraction = 0.5;
+    fixture_configure(&f, "per_process_memory_fraction:0.5");
     fixture_open(&f, 100 * MiB);
     uint64_t cached = alloc(&f, 40 * MiB);
     free_on(&f, cached, 0);

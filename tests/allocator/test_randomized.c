@@ -152,6 +152,13 @@ static void run_walk(struct walk *walk, unsigned long operations)
     struct gpucache_stats stats = stats_of(&walk->f);
     cr_assert_eq(stats.reserved_bytes[GPUCACHE_STAT_ALL].current, 0,
                  "everything is free and ready: empty_cache returns it all");
+    /* The walk went through the interesting paths. */
+    cr_assert_gt(stats.inactive_split[GPUCACHE_STAT_ALL].allocated, 0);
+    cr_assert_gt(stats.pending_blocks.allocated, 0);
+    cr_assert_gt(stats.num_device_free, 0);
+    char json[8192];
+    gpucache_stats_to_json(&stats, json, sizeof json);
+    cr_log_info("%lu operations, %lu out-of-memory results: %s", walk->operations, walk->ooms, json);
 }
 
 static struct walk *start_walk(uint64_t seed)

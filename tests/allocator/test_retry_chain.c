@@ -64,7 +64,7 @@ Test(retry_chain, oversize_blocks_are_released_before_the_full_retry)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 1 * GiB);
     uint64_t oversize = alloc(&f, 70 * MiB);
     uint64_t kept = alloc(&f, 5 * MiB);
@@ -85,7 +85,7 @@ Test(retry_chain, several_smaller_oversize_blocks_are_released_together)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.max_split_size = 40 * MiB;
+    fixture_configure(&f, "max_split_size_mb:40");
     fixture_open(&f, 1 * GiB);
     uint64_t first = alloc(&f, 50 * MiB);
     uint64_t second = alloc(&f, 44 * MiB);
@@ -202,5 +202,27 @@ Test(retry_chain, requests_above_the_hard_limit_fail_without_driver_calls)
     cr_assert_eq(try_alloc(&f, ((size_t)1 << 60) + 1, &address), GPUCACHE_ERROR_OUT_OF_MEMORY);
     cr_assert_eq(stats_of(&f).num_ooms, 1);
     cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_DEVICE_ALLOC), 0);
+    fixture_close(&f);
+}
+
+Test(retry_chain, before_failing_fences_are_waited_on_rather_than_the_device)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_open(&f, 100 * MiB);
+    accounting_driver_hold_fences(f.driver, true);
+    uint64_t a = alloc_on(&f, 30 * MiB, STREAM_A);
+    uint64_t b = alloc_on(&f, 30 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_B); /* pending on B's fence */
+    free_on(&f, b, STREAM_A); /* free on A, not yet cleared for other streams */
+    uint64_t address;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 60 * MiB, STREAM_C, &address),
+                 GPUCACHE_SUCCESS);
+    fixture_check(&f);
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_device_synchronizations, 0);
+    cr_assert_geq(stats.num_fence_waits, 2, "B's epoch and A's clearing fence were waited on");
+    cr_assert_eq(stats.num_alloc_retries, 1);
+    cr_assert_eq(stats.num_device_free, 2, "both blocks were released once known idle");
     fixture_close(&f);
 }

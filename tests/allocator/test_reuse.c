@@ -159,7 +159,7 @@ Test(reuse, conservative_mode_synchronizes_instead_of_fencing)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.reuse = GPUCACHE_REUSE_CONSERVATIVE;
+    fixture_configure(&f, "reuse:conservative");
     fixture_open(&f, 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t a = alloc(&f, 12 * MiB);
@@ -174,7 +174,7 @@ Test(reuse, relaxed_mode_reuses_synchronous_frees_at_once)
 {
     struct fixture f;
     fixture_defaults(&f);
-    f.config.reuse = GPUCACHE_REUSE_RELAXED;
+    fixture_configure(&f, "reuse:relaxed");
     fixture_open(&f, 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t a = alloc(&f, 12 * MiB);

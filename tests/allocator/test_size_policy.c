@@ -10,6 +10,14 @@ static struct gpucache_config defaults(void)
     return config;
 }
 
+static struct gpucache_config parsed(const char *text)
+{
+    struct gpucache_config config = defaults();
+    struct gpucache_config_error error;
+    cr_assert_eq(gpucache_config_parse(NULL, text, &config, &error), 0, "%s", error.message);
+    return config;
+}
+
 Test(size_policy, rounds_to_512_minimum_and_multiple)
 {
     struct gpucache_config config = defaults();
@@ -22,9 +30,7 @@ Test(size_policy, rounds_to_512_minimum_and_multiple)
 
 Test(size_policy, scalar_divisions_round_to_power_of_two_steps)
 {
-    struct gpucache_config config = defaults();
-    for (int i = 0; i < GPUCACHE_ROUNDUP_BUCKETS; i++)
-        config.roundup_power2_divisions[i] = 4;
+    struct gpucache_config config = parsed("roundup_power2_divisions:4");
     /* 4 divisions between 4 MiB and 8 MiB: steps of 1 MiB. */
     cr_assert_eq(size_policy_round(&config, 5 * MiB + 1), 6 * MiB);
     cr_assert_eq(size_policy_round(&config, 4 * MiB), 4 * MiB, "a power of two stays");
@@ -36,21 +42,14 @@ Test(size_policy, scalar_divisions_round_to_power_of_two_steps)
 
 Test(size_policy, a_division_count_of_one_does_not_round)
 {
-    struct gpucache_config config = defaults();
-    for (int i = 0; i < GPUCACHE_ROUNDUP_BUCKETS; i++)
-        config.roundup_power2_divisions[i] = 1;
+    struct gpucache_config config = parsed("roundup_power2_divisions:[1:1,>:1]");
     cr_assert_eq(size_policy_round(&config, 5 * MiB + 1), 5 * MiB + 512);
 }
 
 Test(size_policy, list_divisions_apply_per_size_bucket)
 {
-    /* What [256:1,512:2,>:8] parses to: buckets 0-8 = 1, 9 = 2, 10-15 = 8. */
-    struct gpucache_config config = defaults();
-    for (int i = 0; i <= 8; i++)
-        config.roundup_power2_divisions[i] = 1;
-    config.roundup_power2_divisions[9] = 2;
-    for (int i = 10; i < GPUCACHE_ROUNDUP_BUCKETS; i++)
-        config.roundup_power2_divisions[i] = 8;
+    /* Buckets 0-8 (below 512 MiB) = 1, 9 = 2, 10-15 (from 1 GiB) = 8. */
+    struct gpucache_config config = parsed("roundup_power2_divisions:[256:1,512:2,>:8]");
     cr_assert_eq(size_policy_round(&config, 300 * MiB + 1), 300 * MiB + 512);
     cr_assert_eq(size_policy_round(&config, 514 * MiB), 768 * MiB);
     cr_assert_eq(size_policy_round(&config, 1536 * MiB + 1), 1664 * MiB);
