@@ -202,6 +202,23 @@ def case_min_device(tool, workdir, _traces):
               "expected 128 MiB (8 x 16 MiB live at once)")
     table = run(tool, "--min-device", "--device-memory", "1GiB", path).stdout
     check("smallest device     128.00 MiB" in table.splitlines(), table)
+    # A 2 MiB block kept alive pins its 20 MiB segment, so the 32 MiB request
+    # needs 52 MiB although at most 34 MiB are live: starting below, the
+    # search has to grow the device before it bisects.
+    pinned = CsvTrace()
+    pointers = [0x7F0000000000 + index * 2 * MiB for index in range(10)]
+    for pointer in pointers:
+        pinned.allocate(pointer, 2 * MiB)
+    for pointer in pointers[1:]:
+        pinned.free(pointer, 2 * MiB)
+    pinned.allocate(0x7F1000000000, 32 * MiB)
+    path = pinned.write(os.path.join(workdir, "pinned.csv"))
+    report = replay_json(tool, path, "--min-device", "--device-memory", "34MiB")
+    check(report["peak_live_bytes"] == 34 * MiB, "34 MiB live at most")
+    check(not report["configurations"][0]["completed"], "34 MiB is not enough")
+    check(report["configurations"][0]["smallest_device_memory"] == 52 * MiB,
+          f"smallest device {report['configurations'][0]['smallest_device_memory']}, "
+          "expected 20 + 32 MiB")
 
 
 def case_streams(tool, workdir, _traces):
