@@ -246,6 +246,11 @@ def case_options(tool, workdir, _traces):
     check(result.returncode == 2, "a bad --conf exits 2")
     check(result.stderr.startswith("gpucache: --conf: ") and result.stderr.count("\n") == 1,
           f"a bad --conf prints the parser's one line: {result.stderr!r}")
+    for conf, what in (("backend:cudaMallocAsync", "backend:cudaMallocAsync hands every request "
+                        "to the driver's pool"),
+                       ("passthrough:True", "passthrough:True hands every request to the driver")):
+        expect_error(tool, path, f"gpucache replay: --conf '{conf}': {what}, which the replay "
+                     "cannot simulate (it replays the caching allocator)", "--conf", conf)
     expect_error(tool, path, "gpucache replay: --device-memory: '80GB' is not a size (expected a "
                  "number with an optional unit B, KiB, MiB, GiB or TiB, such as 80GiB) "
                  "(see gpucache replay --help)", "--device-memory", "80GB")

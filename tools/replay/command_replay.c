@@ -177,6 +177,17 @@ static void show_progress(void *context, size_t done, size_t total)
             total ? 100.0 * (double)done / (double)total : 100.0);
 }
 
+/* Why the replay cannot run `config`, or NULL: both of these bypass the
+ * caching allocator, and the replay has nothing else to simulate. */
+static const char *unsupported_reason(const struct gpucache_config *config)
+{
+    if (config->backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC)
+        return "backend:cudaMallocAsync hands every request to the driver's pool";
+    if (config->passthrough)
+        return "passthrough:True hands every request to the driver";
+    return NULL;
+}
+
 static int parse_configurations(const struct options *options, struct gpucache_config *configs,
                                 struct replay_column *columns, size_t count)
 {
@@ -187,12 +198,12 @@ static int parse_configurations(const struct options *options, struct gpucache_c
             fprintf(stderr, "%s\n", error.message);
             return EXIT_USAGE;
         }
-        if (configs[index].backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC) {
+        const char *unsupported = unsupported_reason(&configs[index]);
+        if (unsupported) {
             fprintf(stderr,
-                    "gpucache replay: --conf '%s': backend:cudaMallocAsync hands every "
-                    "request to the driver's pool, which the replay cannot simulate (expected "
-                    "the native backend)\n",
-                    text);
+                    "gpucache replay: --conf '%s': %s, which the replay cannot simulate "
+                    "(it replays the caching allocator)\n",
+                    text, unsupported);
             return EXIT_USAGE;
         }
         columns[index].configuration = text;
