@@ -174,8 +174,9 @@ def case_oom(tool, workdir, _traces):
     report = replay_json(tool, path, "--device-memory", "100MiB")
     result = report["configurations"][0]
     check(not result["completed"], "8 x 16 MiB cannot fit in 100 MiB")
-    check(result["failed_request"] == {"event": 6, "position": "line 8", "inferred": False,
-                                       "size": 16 * MiB, "stream": 0, "out_of_memory": True},
+    check(result["failed_request"] == {"event": 6, "position": "line 8", "action": "alloc",
+                                       "inferred": False, "size": 16 * MiB, "stream": 0,
+                                       "result": 2, "out_of_memory": True},
           f"failed request {result['failed_request']}")
     check(stat(result, "num_ooms") == 1, "one OOM")
     check(stat(result, "allocated_bytes.all.current") == 96 * MiB, "6 blocks live at the OOM")

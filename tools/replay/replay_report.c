@@ -159,21 +159,30 @@ static void print_header(FILE *out, const struct replay_report *report)
             replay_format_bytes(report->device_memory, capacity, sizeof capacity));
 }
 
+/* What stopped a configuration: running out of memory is the expected
+ * case; any other refusal by the allocator is named with its result code. */
+static const char *failure_kind(const struct replay_outcome *outcome,
+                                const struct replay_event *event, char *buffer, size_t size)
+{
+    if (event->action == REPLAY_ALLOC && outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY)
+        return "out of memory";
+    snprintf(buffer, size, "the allocator refused the %s (result %d)",
+             event->action == REPLAY_ALLOC ? "allocation" : "free", outcome->failed_result);
+    return buffer;
+}
+
 /* Describes where and why a configuration stopped. */
 static void print_failure(FILE *out, const struct replay_report *report,
                           const struct replay_column *column)
 {
     const struct replay_outcome *outcome = &column->outcome;
     const struct replay_event *event = &report->trace->events[outcome->failed_event];
-    char where[64], size[CELL_SIZE], allocated[CELL_SIZE], reserved[CELL_SIZE];
+    char where[64], kind[64], size[CELL_SIZE], allocated[CELL_SIZE], reserved[CELL_SIZE];
     replay_position_format(event->position, where, sizeof where);
     fprintf(out,
             "%s: %s at event %zu (%s%s): %" PRIu64 " bytes (%s) on stream 0x%" PRIx64
             ", with %s allocated and %s reserved\n",
-            column->label,
-            outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY ? "out of memory"
-                                                                   : "allocation refused",
-            outcome->failed_event,
+            column->label, failure_kind(outcome, event, kind, sizeof kind), outcome->failed_event,
             event->inferred ? "allocation alive before the recording, from " : "", where,
             event->size, replay_format_bytes(event->size, size, sizeof size),
             report->trace->streams[event->stream_index],
@@ -282,11 +291,15 @@ static void print_json_column(FILE *out, const struct replay_report *report,
         fprintf(out, "{\"event\": %zu, \"position\": ", outcome->failed_event);
         print_json_string(out, replay_position_format(event->position, where, sizeof where));
         fprintf(out,
-                ", \"inferred\": %s, \"size\": %" PRIu64 ", \"stream\": %" PRIu64
-                ", \"out_of_memory\": %s}",
+                ", \"action\": \"%s\", \"inferred\": %s, \"size\": %" PRIu64
+                ", \"stream\": %" PRIu64 ", \"result\": %d, \"out_of_memory\": %s}",
+                event->action == REPLAY_ALLOC ? "alloc" : "free",
                 event->inferred ? "true" : "false", event->size,
-                report->trace->streams[event->stream_index],
-                outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY ? "true" : "false");
+                report->trace->streams[event->stream_index], outcome->failed_result,
+                event->action == REPLAY_ALLOC &&
+                        outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY
+                    ? "true"
+                    : "false");
     }
     fprintf(out, ",\n     \"utilisation\": %.6f,\n     \"fragmentation\": %.6f,\n",
             utilisation(outcome), 1 - utilisation(outcome));

@@ -30,22 +30,22 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
     for (size_t index = 0; index < trace->event_count; index++) {
         const struct replay_event *event = &events[index];
         gpucache_stream stream = (gpucache_stream)streams[event->stream_index];
+        uint64_t *address = &address_of_slot[event->slot];
+        gpucache_result result = GPUCACHE_SUCCESS;
         if (event->action == REPLAY_ALLOC) {
             /* A zero-byte request gets no memory in CUDA or PyTorch; its free
              * is skipped below because its address stays 0. */
-            address_of_slot[event->slot] = 0;
-            if (event->size > 0) {
-                gpucache_result result = gpucache_allocator_malloc(allocator, event->size, stream,
-                                                                   &address_of_slot[event->slot]);
-                if (result != GPUCACHE_SUCCESS) {
-                    outcome->failed_event = index;
-                    outcome->failed_result = result;
-                    return;
-                }
-            }
-        } else if (address_of_slot[event->slot] != 0) {
-            gpucache_allocator_free(allocator, address_of_slot[event->slot],
-                                    GPUCACHE_FREE_STREAM_ORDERED, stream);
+            *address = 0;
+            if (event->size > 0)
+                result = gpucache_allocator_malloc(allocator, event->size, stream, address);
+        } else if (*address != 0) {
+            result = gpucache_allocator_free(allocator, *address, GPUCACHE_FREE_STREAM_ORDERED,
+                                             stream);
+        }
+        if (result != GPUCACHE_SUCCESS) {
+            outcome->failed_event = index;
+            outcome->failed_result = result;
+            return;
         }
         if (progress && (index & (PROGRESS_INTERVAL - 1)) == PROGRESS_INTERVAL - 1)
             progress->report(progress->context, index + 1, trace->event_count);
