@@ -7,11 +7,11 @@
 
 #include "pickle_reader.h"
 
-static struct pickle_document document;
+static struct data_document document;
 
 static void release(void)
 {
-    pickle_document_destroy(&document);
+    data_document_destroy(&document);
 }
 
 TestSuite(pickle_reader, .fini = release);
@@ -37,9 +37,9 @@ static void expect_error(const uint8_t *input, size_t length, const char *messag
         expect_error(input, sizeof input - 1, message);                                            \
     } while (0)
 
-static int64_t integer_at(const struct pickle_value *list, size_t index)
+static int64_t integer_at(const struct data_value *list, size_t index)
 {
-    cr_assert_eq(list->sequence.items[index]->kind, PICKLE_INT);
+    cr_assert_eq(list->sequence.items[index]->kind, DATA_INT);
     return list->sequence.items[index]->integer;
 }
 
@@ -51,14 +51,14 @@ Test(pickle_reader, reads_a_dict_with_protocol_2_memo_opcodes)
             "allocq\x02"
             "X\x04\x00\x00\x00"
             "addrq\x03M\x00\x10X\x04\x00\x00\x00kindh\x02u.");
-    const struct pickle_value *root = document.root;
-    cr_assert_eq(root->kind, PICKLE_DICT);
+    const struct data_value *root = document.root;
+    cr_assert_eq(root->kind, DATA_DICT);
     cr_assert_eq(root->sequence.count, 3);
-    cr_assert(pickle_string_is(pickle_dict_get(root, "action"), "alloc"));
-    cr_assert_eq(pickle_dict_get(root, "addr")->integer, 4096);
-    cr_assert_eq(pickle_dict_get(root, "kind"), pickle_dict_get(root, "action"),
+    cr_assert(data_string_is(data_dict_get(root, "action"), "alloc"));
+    cr_assert_eq(data_dict_get(root, "addr")->integer, 4096);
+    cr_assert_eq(data_dict_get(root, "kind"), data_dict_get(root, "action"),
                  "BINGET returns the memoised value itself");
-    cr_assert_null(pickle_dict_get(root, "size"));
+    cr_assert_null(data_dict_get(root, "size"));
 }
 
 Test(pickle_reader, reads_every_integer_width)
@@ -73,8 +73,8 @@ Test(pickle_reader, reads_every_integer_width)
             "\x8b\x08\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x7f"
             "\x8a\x00"
             "e.");
-    const struct pickle_value *list = document.root;
-    cr_assert_eq(list->kind, PICKLE_LIST);
+    const struct data_value *list = document.root;
+    cr_assert_eq(list->kind, DATA_LIST);
     cr_assert_eq(list->sequence.count, 7);
     cr_assert_eq(integer_at(list, 0), -2);
     cr_assert_eq(integer_at(list, 1), 255);
@@ -92,24 +92,24 @@ Test(pickle_reader, reads_floats_booleans_none_tuples_and_bytes)
             "C\x02"
             "ab"
             "\x8d\x02\x00\x00\x00\x00\x00\x00\x00\xc3\xa9t.");
-    const struct pickle_value *tuple = document.root;
-    cr_assert_eq(tuple->kind, PICKLE_TUPLE);
+    const struct data_value *tuple = document.root;
+    cr_assert_eq(tuple->kind, DATA_TUPLE);
     cr_assert_eq(tuple->sequence.count, 7);
     cr_assert_float_eq(tuple->sequence.items[0]->real, 0.5, 0);
     cr_assert(tuple->sequence.items[1]->boolean);
     cr_assert_not(tuple->sequence.items[2]->boolean);
-    cr_assert_eq(tuple->sequence.items[3]->kind, PICKLE_NONE);
-    cr_assert_eq(tuple->sequence.items[4]->kind, PICKLE_TUPLE);
+    cr_assert_eq(tuple->sequence.items[3]->kind, DATA_NONE);
+    cr_assert_eq(tuple->sequence.items[4]->kind, DATA_TUPLE);
     cr_assert_eq(integer_at(tuple->sequence.items[4], 1), 2);
-    cr_assert_eq(tuple->sequence.items[5]->kind, PICKLE_BYTES);
+    cr_assert_eq(tuple->sequence.items[5]->kind, DATA_BYTES);
     cr_assert_eq(tuple->sequence.items[5]->text.length, 2);
-    cr_assert(pickle_string_is(tuple->sequence.items[6], "\xc3\xa9"));
+    cr_assert(data_string_is(tuple->sequence.items[6], "\xc3\xa9"));
 }
 
 Test(pickle_reader, a_later_setitem_replaces_an_earlier_value)
 {
     READ_OK("\x80\x03}(\x8c\x01kK\x01\x8c\x01kK\x02u.");
-    cr_assert_eq(pickle_dict_get(document.root, "k")->integer, 2);
+    cr_assert_eq(data_dict_get(document.root, "k")->integer, 2);
 }
 
 Test(pickle_reader, refuses_global)

@@ -7,14 +7,6 @@
 
 #include "growable_array.h"
 
-#define CHUNK_VALUES 4096
-
-struct pickle_chunk {
-    struct pickle_chunk *next;
-    size_t used;
-    struct pickle_value values[CHUNK_VALUES];
-};
-
 /* Every opcode of protocols 0 to 5, so a refusal can name what it saw. */
 struct opcode_info {
     const char *name;
@@ -101,26 +93,16 @@ struct reader {
     size_t length;
     size_t offset;        /* next byte to read */
     size_t opcode_offset; /* where the current opcode starts, for messages */
-    struct pickle_document *document;
-    struct pickle_value **stack;
+    struct data_document *document;
+    struct data_value **stack;
     size_t stack_count, stack_capacity;
     size_t *marks; /* stack heights at each MARK */
     size_t mark_count, mark_capacity;
-    struct pickle_value **memo;
+    struct data_value **memo;
     size_t memo_capacity;
     size_t memo_entries; /* distinct memo keys set; MEMOIZE uses it as the next key */
     struct replay_error *error;
 };
-
-const char *pickle_kind_name(enum pickle_kind kind)
-{
-    static const char *const names[] = {
-        [PICKLE_NONE] = "None",   [PICKLE_BOOL] = "bool",   [PICKLE_INT] = "int",
-        [PICKLE_FLOAT] = "float", [PICKLE_STRING] = "str",  [PICKLE_BYTES] = "bytes",
-        [PICKLE_LIST] = "list",   [PICKLE_TUPLE] = "tuple", [PICKLE_DICT] = "dict",
-    };
-    return names[kind];
-}
 
 static bool fail(struct reader *reader, const char *problem)
 {
@@ -130,24 +112,7 @@ static bool fail(struct reader *reader, const char *problem)
                        name ? name : "opcode", problem);
 }
 
-static struct pickle_value *new_value(struct reader *reader, enum pickle_kind kind)
-{
-    struct pickle_chunk *chunk = reader->document->chunks;
-    if (!chunk || chunk->used == CHUNK_VALUES) {
-        chunk = malloc(sizeof *chunk);
-        if (!chunk)
-            return NULL;
-        chunk->next = reader->document->chunks;
-        chunk->used = 0;
-        reader->document->chunks = chunk;
-    }
-    struct pickle_value *value = &chunk->values[chunk->used++];
-    memset(value, 0, sizeof *value);
-    value->kind = kind;
-    return value;
-}
-
-static bool push(struct reader *reader, struct pickle_value *value)
+static bool push(struct reader *reader, struct data_value *value)
 {
     if (!value || !growable_array_reserve((void **)&reader->stack, &reader->stack_capacity,
                                           reader->stack_count + 1, sizeof *reader->stack))
@@ -195,7 +160,7 @@ static bool read_unsigned(struct reader *reader, size_t count, uint64_t *value)
 
 static bool push_integer(struct reader *reader, int64_t integer)
 {
-    struct pickle_value *value = new_value(reader, PICKLE_INT);
+    struct data_value *value = data_new(reader->document, DATA_INT);
     if (value)
         value->integer = integer;
     return push(reader, value);
@@ -215,7 +180,7 @@ static bool push_long(struct reader *reader, size_t count)
     return push_integer(reader, (int64_t)raw);
 }
 
-static bool push_text(struct reader *reader, enum pickle_kind kind, size_t length_bytes)
+static bool push_text(struct reader *reader, enum data_kind kind, size_t length_bytes)
 {
     uint64_t length;
     const uint8_t *bytes;
@@ -225,7 +190,7 @@ static bool push_text(struct reader *reader, enum pickle_kind kind, size_t lengt
         return fail(reader, "is cut short: its text runs past the end of the file");
     if (!operand(reader, (size_t)length, &bytes))
         return false;
-    struct pickle_value *value = new_value(reader, kind);
+    struct data_value *value = data_new(reader->document, kind);
     if (value) {
         value->text.bytes = (const char *)bytes;
         value->text.length = (size_t)length;
@@ -241,33 +206,28 @@ static bool push_float(struct reader *reader)
     uint64_t raw = 0;
     for (size_t index = 0; index < 8; index++)
         raw = raw << 8 | bytes[index]; /* big-endian, unlike the integers */
-    struct pickle_value *value = new_value(reader, PICKLE_FLOAT);
+    struct data_value *value = data_new(reader->document, DATA_FLOAT);
     if (value)
         memcpy(&value->real, &raw, sizeof value->real);
     return push(reader, value);
 }
 
 /* Appends `count` values to a container's items. */
-static bool append_items(struct reader *reader, struct pickle_value *container,
-                         struct pickle_value *const *items, size_t count)
+static bool append_items(struct reader *reader, struct data_value *container,
+                         struct data_value *const *items, size_t count)
 {
-    size_t stored =
-        container->kind == PICKLE_DICT ? container->sequence.count * 2 : container->sequence.count;
-    if (!growable_array_reserve((void **)&container->sequence.items, &container->sequence.capacity,
-                                stored + count, sizeof *container->sequence.items))
+    if (!data_append(container, items, count))
         return fail(reader, "ran out of host memory");
-    memcpy(container->sequence.items + stored, items, count * sizeof *items);
-    container->sequence.count += container->kind == PICKLE_DICT ? count / 2 : count;
     return true;
 }
 
 /* A new container holding the stack items above `height`, which it pops. */
-static bool build_from_stack(struct reader *reader, enum pickle_kind kind, size_t height)
+static bool build_from_stack(struct reader *reader, enum data_kind kind, size_t height)
 {
     size_t count = reader->stack_count - height;
-    if (kind == PICKLE_DICT && count % 2)
+    if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
-    struct pickle_value *container = new_value(reader, kind);
+    struct data_value *container = data_new(reader->document, kind);
     if (!container)
         return fail(reader, "ran out of host memory");
     if (!append_items(reader, container, reader->stack + height, count))
@@ -291,19 +251,19 @@ static bool need_stack(struct reader *reader, size_t count)
 
 /* APPEND(S) and SETITEM(S): add the items above `height` to the container just
  * below them. */
-static bool add_to_container(struct reader *reader, enum pickle_kind kind, size_t height)
+static bool add_to_container(struct reader *reader, enum data_kind kind, size_t height)
 {
     if (height == 0 || height - 1 < stack_floor(reader))
         return fail(reader, "has no container under its items (malformed pickle)");
-    struct pickle_value *container = reader->stack[height - 1];
+    struct data_value *container = reader->stack[height - 1];
     if (container->kind != kind) {
         char problem[96];
         snprintf(problem, sizeof problem, "applied to a %s (expected a %s)",
-                 pickle_kind_name(container->kind), pickle_kind_name(kind));
+                 data_kind_name(container->kind), data_kind_name(kind));
         return fail(reader, problem);
     }
     size_t count = reader->stack_count - height;
-    if (kind == PICKLE_DICT && count % 2)
+    if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
     if (!append_items(reader, container, reader->stack + height, count))
         return false;
@@ -365,7 +325,7 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     uint64_t number;
     size_t height;
     const uint8_t *bytes;
-    struct pickle_value *value;
+    struct data_value *value;
     switch (opcode) {
     case 0x80: /* PROTO */
         if (!read_unsigned(reader, 1, &number))
@@ -387,32 +347,32 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         reader->marks[reader->mark_count++] = reader->stack_count;
         return true;
     case '}':
-        return push(reader, new_value(reader, PICKLE_DICT));
+        return push(reader, data_new(reader->document, DATA_DICT));
     case ']':
-        return push(reader, new_value(reader, PICKLE_LIST));
+        return push(reader, data_new(reader->document, DATA_LIST));
     case ')':
-        return push(reader, new_value(reader, PICKLE_TUPLE));
+        return push(reader, data_new(reader->document, DATA_TUPLE));
     case 'd':
-        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_DICT, height);
+        return pop_mark(reader, &height) && build_from_stack(reader, DATA_DICT, height);
     case 'l':
-        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_LIST, height);
+        return pop_mark(reader, &height) && build_from_stack(reader, DATA_LIST, height);
     case 't':
-        return pop_mark(reader, &height) && build_from_stack(reader, PICKLE_TUPLE, height);
+        return pop_mark(reader, &height) && build_from_stack(reader, DATA_TUPLE, height);
     case 0x85:
     case 0x86:
     case 0x87: /* TUPLE1..3 */
         return need_stack(reader, opcode - 0x84u) &&
-               build_from_stack(reader, PICKLE_TUPLE, reader->stack_count - (opcode - 0x84u));
+               build_from_stack(reader, DATA_TUPLE, reader->stack_count - (opcode - 0x84u));
     case 's':
         return need_stack(reader, 3) &&
-               add_to_container(reader, PICKLE_DICT, reader->stack_count - 2);
+               add_to_container(reader, DATA_DICT, reader->stack_count - 2);
     case 'u':
-        return pop_mark(reader, &height) && add_to_container(reader, PICKLE_DICT, height);
+        return pop_mark(reader, &height) && add_to_container(reader, DATA_DICT, height);
     case 'a':
         return need_stack(reader, 2) &&
-               add_to_container(reader, PICKLE_LIST, reader->stack_count - 1);
+               add_to_container(reader, DATA_LIST, reader->stack_count - 1);
     case 'e':
-        return pop_mark(reader, &height) && add_to_container(reader, PICKLE_LIST, height);
+        return pop_mark(reader, &height) && add_to_container(reader, DATA_LIST, height);
     case 'J':
         return read_unsigned(reader, 4, &number) && push_integer(reader, (int32_t)(uint32_t)number);
     case 'K':
@@ -426,25 +386,25 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case 'G':
         return push_float(reader);
     case 'N':
-        return push(reader, new_value(reader, PICKLE_NONE));
+        return push(reader, data_new(reader->document, DATA_NONE));
     case 0x88:
     case 0x89:
-        value = new_value(reader, PICKLE_BOOL);
+        value = data_new(reader->document, DATA_BOOL);
         if (value)
             value->boolean = opcode == 0x88;
         return push(reader, value);
     case 0x8c:
-        return push_text(reader, PICKLE_STRING, 1);
+        return push_text(reader, DATA_STRING, 1);
     case 'X':
-        return push_text(reader, PICKLE_STRING, 4);
+        return push_text(reader, DATA_STRING, 4);
     case 0x8d:
-        return push_text(reader, PICKLE_STRING, 8);
+        return push_text(reader, DATA_STRING, 8);
     case 'C':
-        return push_text(reader, PICKLE_BYTES, 1);
+        return push_text(reader, DATA_BYTES, 1);
     case 'B':
-        return push_text(reader, PICKLE_BYTES, 4);
+        return push_text(reader, DATA_BYTES, 4);
     case 0x8e:
-        return push_text(reader, PICKLE_BYTES, 8);
+        return push_text(reader, DATA_BYTES, 8);
     case 0x94:
         return memo_put(reader, reader->memo_entries);
     case 'q':
@@ -460,26 +420,10 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     }
 }
 
-void pickle_document_destroy(struct pickle_document *document)
-{
-    struct pickle_chunk *chunk = document->chunks;
-    while (chunk) {
-        struct pickle_chunk *next = chunk->next;
-        for (size_t index = 0; index < chunk->used; index++) {
-            enum pickle_kind kind = chunk->values[index].kind;
-            if (kind == PICKLE_LIST || kind == PICKLE_TUPLE || kind == PICKLE_DICT)
-                free(chunk->values[index].sequence.items);
-        }
-        free(chunk);
-        chunk = next;
-    }
-    *document = (struct pickle_document){0};
-}
-
-bool pickle_read(const uint8_t *data, size_t length, struct pickle_document *document,
+bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
                  struct replay_error *error)
 {
-    *document = (struct pickle_document){0};
+    *document = (struct data_document){0};
     if (length == 0 || data[0] != 0x80)
         return replay_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
                                   "the PROTO opcode 0x80)");
@@ -496,25 +440,9 @@ bool pickle_read(const uint8_t *data, size_t length, struct pickle_document *doc
     if (ok)
         document->root = reader.stack[0];
     else
-        pickle_document_destroy(document);
+        data_document_destroy(document);
     free(reader.stack);
     free(reader.marks);
     free(reader.memo);
     return ok;
-}
-
-const struct pickle_value *pickle_dict_get(const struct pickle_value *dict, const char *key)
-{
-    if (!dict || dict->kind != PICKLE_DICT)
-        return NULL;
-    for (size_t pair = dict->sequence.count; pair-- > 0;)
-        if (pickle_string_is(dict->sequence.items[2 * pair], key))
-            return dict->sequence.items[2 * pair + 1];
-    return NULL;
-}
-
-bool pickle_string_is(const struct pickle_value *value, const char *text)
-{
-    return value && value->kind == PICKLE_STRING && value->text.length == strlen(text) &&
-           memcmp(value->text.bytes, text, value->text.length) == 0;
 }

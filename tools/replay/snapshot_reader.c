@@ -13,33 +13,33 @@ static const char *const known_actions[] = {
     "snapshot",     "annotate",
 };
 
-static bool is_known_action(const struct pickle_value *action)
+static bool is_known_action(const struct data_value *action)
 {
     for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
-        if (pickle_string_is(action, known_actions[index]))
+        if (data_string_is(action, known_actions[index]))
             return true;
     return false;
 }
 
 /* Reads integer field `key` of `dict`; `where` names the dict in messages.
  * A missing optional field leaves *value untouched. */
-static bool integer_field(const struct pickle_value *dict, const char *key, bool required,
+static bool integer_field(const struct data_value *dict, const char *key, bool required,
                           const char *where, int64_t *value, struct replay_error *error)
 {
-    const struct pickle_value *field = pickle_dict_get(dict, key);
+    const struct data_value *field = data_dict_get(dict, key);
     if (!field) {
         if (required)
             return replay_fail(error, "%s: '%s' is missing", where, key);
         return true;
     }
-    if (field->kind != PICKLE_INT)
+    if (field->kind != DATA_INT)
         return replay_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
-                           pickle_kind_name(field->kind));
+                           data_kind_name(field->kind));
     *value = field->integer;
     return true;
 }
 
-static bool unsigned_field(const struct pickle_value *dict, const char *key, const char *where,
+static bool unsigned_field(const struct data_value *dict, const char *key, const char *where,
                            uint64_t *value, struct replay_error *error)
 {
     int64_t signed_value = 0;
@@ -52,19 +52,19 @@ static bool unsigned_field(const struct pickle_value *dict, const char *key, con
     return true;
 }
 
-static const struct pickle_value *list_field(const struct pickle_value *dict, const char *key,
+static const struct data_value *list_field(const struct data_value *dict, const char *key,
                                              const char *where, struct replay_error *error)
 {
-    const struct pickle_value *field = pickle_dict_get(dict, key);
+    const struct data_value *field = data_dict_get(dict, key);
     if (!field)
         replay_fail(error, "%s: '%s' is missing", where, key);
-    else if (field->kind != PICKLE_LIST)
+    else if (field->kind != DATA_LIST)
         replay_fail(error, "%s: '%s' is a %s (expected a list)", where, key,
-                    pickle_kind_name(field->kind));
-    return field && field->kind == PICKLE_LIST ? field : NULL;
+                    data_kind_name(field->kind));
+    return field && field->kind == DATA_LIST ? field : NULL;
 }
 
-static bool pick_device(const struct pickle_value *traces, int requested, int *device,
+static bool pick_device(const struct data_value *traces, int requested, int *device,
                         struct replay_error *error)
 {
     size_t count = traces->sequence.count;
@@ -79,8 +79,8 @@ static bool pick_device(const struct pickle_value *traces, int requested, int *d
     }
     *device = 0;
     for (size_t index = 0; index < count; index++) {
-        const struct pickle_value *trace = traces->sequence.items[index];
-        if (trace->kind == PICKLE_LIST && trace->sequence.count > 0) {
+        const struct data_value *trace = traces->sequence.items[index];
+        if (trace->kind == DATA_LIST && trace->sequence.count > 0) {
             *device = (int)index;
             return true;
         }
@@ -89,37 +89,37 @@ static bool pick_device(const struct pickle_value *traces, int requested, int *d
 }
 
 /* True when the trace marks frees with free_completed entries. */
-static bool has_free_completed(const struct pickle_value *entries)
+static bool has_free_completed(const struct data_value *entries)
 {
     for (size_t index = 0; index < entries->sequence.count; index++)
-        if (pickle_string_is(pickle_dict_get(entries->sequence.items[index], "action"),
+        if (data_string_is(data_dict_get(entries->sequence.items[index], "action"),
                              "free_completed"))
             return true;
     return false;
 }
 
-static bool read_entries(struct replay_trace_builder *builder, const struct pickle_value *entries,
+static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
                          int device, const char *free_action, struct replay_error *error)
 {
     char where[64];
     for (size_t index = 0; index < entries->sequence.count; index++) {
-        const struct pickle_value *entry = entries->sequence.items[index];
+        const struct data_value *entry = entries->sequence.items[index];
         struct replay_position position = {.origin = REPLAY_ORIGIN_TRACE_ENTRY,
                                            .major = (uint32_t)device,
                                            .minor = (uint32_t)index};
         replay_position_format(position, where, sizeof where);
-        if (entry->kind != PICKLE_DICT)
+        if (entry->kind != DATA_DICT)
             return replay_fail(error,
                                "%s: a %s (expected a dict with 'action', 'addr', 'size', "
                                "'stream')",
-                               where, pickle_kind_name(entry->kind));
-        const struct pickle_value *action = pickle_dict_get(entry, "action");
+                               where, data_kind_name(entry->kind));
+        const struct data_value *action = data_dict_get(entry, "action");
         if (!action)
             return replay_fail(error, "%s: 'action' is missing", where);
         if (!is_known_action(action)) {
-            if (action->kind != PICKLE_STRING)
+            if (action->kind != DATA_STRING)
                 return replay_fail(error, "%s: 'action' is a %s (expected a str)", where,
-                                   pickle_kind_name(action->kind));
+                                   data_kind_name(action->kind));
             char shown[200];
             return replay_fail(
                 error,
@@ -129,9 +129,9 @@ static bool read_entries(struct replay_trace_builder *builder, const struct pick
                 where, replay_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
-        if (pickle_string_is(action, "alloc"))
+        if (data_string_is(action, "alloc"))
             record.action = REPLAY_ALLOC;
-        else if (pickle_string_is(action, free_action))
+        else if (data_string_is(action, free_action))
             record.action = REPLAY_FREE;
         else {
             builder->trace->ignored_count++;
@@ -153,28 +153,28 @@ static bool read_entries(struct replay_trace_builder *builder, const struct pick
 /* Declares the allocated blocks of the final state. In free_requested mode a
  * block pending its free is already freed as far as the trace goes. */
 static bool read_final_state(struct replay_trace_builder *builder,
-                             const struct pickle_value *segments, int device,
+                             const struct data_value *segments, int device,
                              bool pending_counts_as_allocated, struct replay_error *error)
 {
     char where[64];
     for (size_t segment_index = 0; segment_index < segments->sequence.count; segment_index++) {
-        const struct pickle_value *segment = segments->sequence.items[segment_index];
+        const struct data_value *segment = segments->sequence.items[segment_index];
         snprintf(where, sizeof where, "segments[%zu]", segment_index);
-        if (segment->kind != PICKLE_DICT)
+        if (segment->kind != DATA_DICT)
             return replay_fail(error, "%s: a %s (expected a dict)", where,
-                               pickle_kind_name(segment->kind));
+                               data_kind_name(segment->kind));
         int64_t segment_device = 0, stream = 0;
         uint64_t address;
         if (!integer_field(segment, "device", false, where, &segment_device, error))
             return false;
         if (segment_device != device)
             continue;
-        const struct pickle_value *blocks = list_field(segment, "blocks", where, error);
+        const struct data_value *blocks = list_field(segment, "blocks", where, error);
         if (!blocks || !unsigned_field(segment, "address", where, &address, error) ||
             !integer_field(segment, "stream", false, where, &stream, error))
             return false;
         for (size_t block_index = 0; block_index < blocks->sequence.count; block_index++) {
-            const struct pickle_value *block = blocks->sequence.items[block_index];
+            const struct data_value *block = blocks->sequence.items[block_index];
             struct replay_record record = {
                 .action = REPLAY_ALLOC,
                 .address = address,
@@ -185,11 +185,11 @@ static bool read_final_state(struct replay_trace_builder *builder,
                              .minor = (uint32_t)block_index},
             };
             replay_position_format(record.position, where, sizeof where);
-            if (block->kind != PICKLE_DICT)
+            if (block->kind != DATA_DICT)
                 return replay_fail(error, "%s: a %s (expected a dict)", where,
-                                   pickle_kind_name(block->kind));
+                                   data_kind_name(block->kind));
             uint64_t size;
-            const struct pickle_value *state = pickle_dict_get(block, "state");
+            const struct data_value *state = data_dict_get(block, "state");
             if (!unsigned_field(block, "size", where, &size, error))
                 return false;
             /* The viewer derives block addresses the same way when absent. */
@@ -203,10 +203,10 @@ static bool read_final_state(struct replay_trace_builder *builder,
                 return false;
             record.size = (uint64_t)requested;
             bool allocated =
-                pickle_string_is(state, "active_allocated") ||
-                (pending_counts_as_allocated && pickle_string_is(state, "active_pending_free"));
-            if (!state || (!allocated && !pickle_string_is(state, "inactive") &&
-                           !pickle_string_is(state, "active_pending_free")))
+                data_string_is(state, "active_allocated") ||
+                (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
+            if (!state || (!allocated && !data_string_is(state, "inactive") &&
+                           !data_string_is(state, "active_pending_free")))
                 return replay_fail(error,
                                    "%s: 'state' is not one of active_allocated, "
                                    "active_pending_free, inactive",
@@ -218,50 +218,50 @@ static bool read_final_state(struct replay_trace_builder *builder,
     return true;
 }
 
-static bool read_snapshot(struct replay_trace_builder *builder, const struct pickle_value *root,
+static bool read_snapshot(struct replay_trace_builder *builder, const struct data_value *root,
                           int requested_device, struct replay_error *error)
 {
-    if (root->kind != PICKLE_DICT)
+    if (root->kind != DATA_DICT)
         return replay_fail(error,
                            "top level: a %s (expected the dict that "
                            "torch.cuda.memory._snapshot() returns)",
-                           pickle_kind_name(root->kind));
-    const struct pickle_value *traces = list_field(root, "device_traces", "top level", error);
+                           data_kind_name(root->kind));
+    const struct data_value *traces = list_field(root, "device_traces", "top level", error);
     if (!traces)
         return false;
     int device;
     if (!pick_device(traces, requested_device, &device, error))
         return false;
     builder->trace->device = device;
-    const struct pickle_value *entries =
+    const struct data_value *entries =
         traces->sequence.count ? traces->sequence.items[device] : NULL;
-    if (entries && entries->kind != PICKLE_LIST)
+    if (entries && entries->kind != DATA_LIST)
         return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
-                           device, pickle_kind_name(entries->kind));
+                           device, data_kind_name(entries->kind));
     bool frees_complete = entries && has_free_completed(entries);
     if (entries && !read_entries(builder, entries, device,
                                  frees_complete ? "free_completed" : "free_requested", error))
         return false;
     /* A snapshot without segments has no final state to infer from. */
-    const struct pickle_value *segments = pickle_dict_get(root, "segments");
+    const struct data_value *segments = data_dict_get(root, "segments");
     if (!segments)
         return true;
-    if (segments->kind != PICKLE_LIST)
+    if (segments->kind != DATA_LIST)
         return replay_fail(error, "top level: 'segments' is a %s (expected a list)",
-                           pickle_kind_name(segments->kind));
+                           data_kind_name(segments->kind));
     return read_final_state(builder, segments, device, frees_complete, error);
 }
 
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
                    struct replay_error *error)
 {
-    struct pickle_document document;
+    struct data_document document;
     if (!pickle_read(data, length, &document, error))
         return false;
     struct replay_trace_builder builder;
     replay_builder_init(&builder, trace, "PyTorch snapshot");
     bool ok = read_snapshot(&builder, document.root, device, error);
-    pickle_document_destroy(&document);
+    data_document_destroy(&document);
     if (!ok) {
         replay_builder_abandon(&builder);
         return false;
