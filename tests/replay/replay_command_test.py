@@ -325,6 +325,9 @@ def case_snapshot(tool, workdir, _traces):
         path = os.path.join(workdir, f"snapshot_p{protocol}.pickle")
         snapshot_scenario().write(path, protocol)
         check_snapshot_result(replay_json(tool, path), f"protocol {protocol}")
+    path = os.path.join(workdir, "snapshot.json")
+    snapshot_scenario().write_json(path)
+    check_snapshot_result(replay_json(tool, path), "JSON")
     # Recorded with skip_actions=['free_completed']: the frees are the
     # free_requested entries instead.
     path = os.path.join(workdir, "snapshot_requested_only.pickle")
@@ -366,6 +369,10 @@ def case_snapshot_errors(tool, workdir, _traces):
     with open(path, "wb") as out:
         out.write(b"\x80\x02}q\x00.")  # a valid pickle of {}
     expect_error(tool, path, prefix + "top level: 'device_traces' is missing")
+    path = write_text(os.path.join(workdir, "bad.json"),
+                      '{"device_traces": [[{"action": "alloc", "addr": 4096, "size": 512,}]]}')
+    expect_error(tool, path, f"gpucache replay: {path}: byte 66: expected a string key in an "
+                 "object")
 
 
 def first_opcode_offset(data, names):
@@ -406,8 +413,9 @@ def case_corrupt_input(tool, workdir, _traces):
     path = os.path.join(workdir, "corrupt")
     originals = [pickle.dumps(snapshot_scenario().snapshot(), protocol=protocol)
                  for protocol in (2, 4)]
+    originals.append(json.dumps(snapshot_scenario().snapshot()).encode("utf-8"))
     originals.append("\n".join(example_1_trace(True).rows).encode("ascii") + b"\n")
-    for attempt in range(240):
+    for attempt in range(320):
         data = bytearray(originals[attempt % len(originals)])
         if attempt % 2:
             del data[generator.randrange(1, len(data)):]

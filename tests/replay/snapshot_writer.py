@@ -3,6 +3,7 @@ does: pickle.dump of the _snapshot() dict (research note pytorch-allocator.md
 section 6.2), built here from a short script of allocations so tests can
 replay a snapshot with known results without PyTorch or a GPU."""
 
+import json
 import pickle
 
 MiB = 1 << 20
@@ -74,3 +75,8 @@ class SnapshotWriter:
     def write(self, path, protocol):
         with open(path, "wb") as out:
             pickle.dump(self.snapshot(), out, protocol=protocol)
+
+    def write_json(self, path):
+        """The JSON form current memory_viz builds accept (tuples become lists)."""
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(self.snapshot(), out, indent=1)

@@ -290,16 +290,15 @@ static void print_json_column(FILE *out, const struct replay_report *report,
         char where[64];
         fprintf(out, "{\"event\": %zu, \"position\": ", outcome->failed_event);
         print_json_string(out, replay_position_format(event->position, where, sizeof where));
-        fprintf(out,
-                ", \"action\": \"%s\", \"inferred\": %s, \"size\": %" PRIu64
-                ", \"stream\": %" PRIu64 ", \"result\": %d, \"out_of_memory\": %s}",
-                event->action == REPLAY_ALLOC ? "alloc" : "free",
-                event->inferred ? "true" : "false", event->size,
-                report->trace->streams[event->stream_index], outcome->failed_result,
-                event->action == REPLAY_ALLOC &&
-                        outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY
-                    ? "true"
-                    : "false");
+        fprintf(
+            out,
+            ", \"action\": \"%s\", \"inferred\": %s, \"size\": %" PRIu64 ", \"stream\": %" PRIu64
+            ", \"result\": %d, \"out_of_memory\": %s}",
+            event->action == REPLAY_ALLOC ? "alloc" : "free", event->inferred ? "true" : "false",
+            event->size, report->trace->streams[event->stream_index], outcome->failed_result,
+            event->action == REPLAY_ALLOC && outcome->failed_result == GPUCACHE_ERROR_OUT_OF_MEMORY
+                ? "true"
+                : "false");
     }
     fprintf(out, ",\n     \"utilisation\": %.6f,\n     \"fragmentation\": %.6f,\n",
             utilisation(outcome), 1 - utilisation(outcome));

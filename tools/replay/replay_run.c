@@ -39,8 +39,8 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
             if (event->size > 0)
                 result = gpucache_allocator_malloc(allocator, event->size, stream, address);
         } else if (*address != 0) {
-            result = gpucache_allocator_free(allocator, *address, GPUCACHE_FREE_STREAM_ORDERED,
-                                             stream);
+            result =
+                gpucache_allocator_free(allocator, *address, GPUCACHE_FREE_STREAM_ORDERED, stream);
         }
         if (result != GPUCACHE_SUCCESS) {
             outcome->failed_event = index;

@@ -117,7 +117,7 @@ static size_t split_row(const char *line, size_t length, struct field fields[FIE
     }
 }
 
-static const char *const column_names[FIELD_COUNT] = {"Thread", "Time",  "Action",
+static const char *const column_names[FIELD_COUNT] = {"Thread",  "Time", "Action",
                                                       "Pointer", "Size", "Stream"};
 
 /* "line N: <Column> '<value>' <problem>". */

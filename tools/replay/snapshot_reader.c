@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_reader.h"
 #include "pickle_reader.h"
 
 /* Every action PyTorch records; only alloc and the chosen free move memory. */
@@ -53,7 +54,7 @@ static bool unsigned_field(const struct data_value *dict, const char *key, const
 }
 
 static const struct data_value *list_field(const struct data_value *dict, const char *key,
-                                             const char *where, struct replay_error *error)
+                                           const char *where, struct replay_error *error)
 {
     const struct data_value *field = data_dict_get(dict, key);
     if (!field)
@@ -93,7 +94,7 @@ static bool has_free_completed(const struct data_value *entries)
 {
     for (size_t index = 0; index < entries->sequence.count; index++)
         if (data_string_is(data_dict_get(entries->sequence.items[index], "action"),
-                             "free_completed"))
+                           "free_completed"))
             return true;
     return false;
 }
@@ -252,11 +253,25 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
     return read_final_state(builder, segments, device, frees_complete, error);
 }
 
+bool snapshot_recognised(const uint8_t *data, size_t length)
+{
+    if (length > 0 && data[0] == 0x80)
+        return true;
+    size_t offset = length >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    while (offset < length && (data[offset] == ' ' || data[offset] == '\t' ||
+                               data[offset] == '\r' || data[offset] == '\n'))
+        offset++;
+    return offset < length && data[offset] == '{';
+}
+
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
                    struct replay_error *error)
 {
     struct data_document document;
-    if (!pickle_read(data, length, &document, error))
+    bool decoded = length > 0 && data[0] == 0x80
+                       ? pickle_read(data, length, &document, error)
+                       : json_read((const char *)data, length, &document, error);
+    if (!decoded)
         return false;
     struct replay_trace_builder builder;
     replay_builder_init(&builder, trace, "PyTorch snapshot");

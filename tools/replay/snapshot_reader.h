@@ -19,8 +19,13 @@
 /* Any device: the lowest-numbered one whose trace has entries. */
 #define SNAPSHOT_ANY_DEVICE (-1)
 
-/* Parses the pickle in `data` and builds the trace of `device`. On failure
- * `error` holds "<position>: <problem>" (a byte offset for pickle errors, a
+/* True when `data` looks like a snapshot: a pickle (first byte 0x80) or a
+ * JSON object (first byte '{' after any byte-order mark and white space). */
+bool snapshot_recognised(const uint8_t *data, size_t length);
+
+/* Decodes the snapshot in `data` (a pickle, or JSON of the same structure)
+ * and builds the trace of `device`. On failure `error` holds
+ * "<position>: <problem>" (a byte offset for decoding errors, a
  * path such as device_traces[0][12] for content errors). */
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
                    struct replay_error *error);

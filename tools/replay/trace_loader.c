@@ -9,7 +9,7 @@
 #include "rmm_csv_reader.h"
 #include "snapshot_reader.h"
 
-/* The whole file in one buffer: the pickle reader's strings point into it. */
+/* The whole file in one buffer: the snapshot readers' strings point into it. */
 static bool read_file(const char *path, uint8_t **data, size_t *length, struct replay_error *error)
 {
     FILE *file = fopen(path, "rb");
@@ -51,7 +51,7 @@ bool trace_load(const char *path, int device, struct replay_trace *trace,
     size_t length = 0;
     if (!read_file(path, &data, &length, error))
         return false;
-    bool ok = length > 0 && data[0] == 0x80
+    bool ok = snapshot_recognised(data, length)
                   ? snapshot_read(data, length, device, trace, error)
                   : rmm_csv_read((const char *)data, length, trace, error);
     free(data);

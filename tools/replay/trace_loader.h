@@ -1,5 +1,6 @@
 /* Opens a trace file and reads it with the reader its content calls for: a
- * pickle (first byte 0x80) is a PyTorch snapshot, anything else RMM's CSV. */
+ * pickle (first byte 0x80) or a JSON object is a PyTorch snapshot, anything
+ * else RMM's CSV. */
 #ifndef GPUCACHE_REPLAY_TRACE_LOADER_H
 #define GPUCACHE_REPLAY_TRACE_LOADER_H
 
