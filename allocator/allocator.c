@@ -172,6 +172,14 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
     change_inactive_split(allocator, survivor, split_blocks, split_bytes);
 }
 
+/* Keeps a freed block of a pinned segment out of every free tree. */
+static void retain_block(struct gpucache_allocator *allocator, struct block *block)
+{
+    block->state = BLOCK_RETAINED;
+    block->list_next = allocator->retained;
+    allocator->retained = block;
+}
+
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block)
 {
     struct gpucache_stats *stats = &allocator->stats;
@@ -179,6 +187,10 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
     stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
     block->requested_size = 0;
+    if (block->segment->pinned) {
+        retain_block(allocator, block);
+        return;
+    }
 
     struct block *prev = can_merge(allocator, block, block->prev) ? block->prev : NULL;
     struct block *next = can_merge(allocator, block, block->next) ? block->next : NULL;
@@ -377,7 +389,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
         return block;
     epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
-    while (allocator->closed_pending_bytes[pool] >= rounded) {
+    while (allocator->synchronous_closed_bytes[pool] >= rounded) {
         if (!epochs_wait_oldest(allocator, pool))
             break;
         if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
@@ -467,6 +479,30 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     }
     pthread_mutex_unlock(&allocator->mutex);
     return GPUCACHE_SUCCESS;
+}
+
+gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,
+                                               uint64_t address)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    struct segment *segment = block != NULL ? block->segment : NULL;
+    gpucache_result result = GPUCACHE_ERROR_INVALID_VALUE;
+    if (segment != NULL && segment->base == address && segment->kind == SEGMENT_PLAIN) {
+        result = GPUCACHE_SUCCESS;
+        if (!segment->pinned) {
+            segment->pinned = true;
+            for (struct block *piece = block; piece != NULL; piece = piece->next) {
+                if (piece->state != BLOCK_FREE)
+                    continue;
+                free_pool_remove(allocator, piece);
+                change_inactive_split(allocator, piece, -1, -(int64_t)piece->size);
+                retain_block(allocator, piece);
+            }
+        }
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
 }
 
 bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address)

@@ -20,8 +20,8 @@ struct recount {
     int64_t oversize_segments;
     int64_t pending_blocks;
     int64_t pending_bytes;
-    int64_t blocks_by_state[4];
-    int64_t chained_by_state[4]; /* blocks reached by walking segment chains */
+    int64_t blocks_by_state[BLOCK_STATE_COUNT];
+    int64_t chained_by_state[BLOCK_STATE_COUNT]; /* reached by walking segment chains */
     int64_t heads;
 };
 
@@ -77,7 +77,7 @@ static bool walk_segment(struct gpucache_allocator *allocator, const struct bloc
         if (block->next != NULL && block->next->prev != block)
             return fail(why, why_size, "block 0x%llx: broken neighbour links",
                         (unsigned long long)block->address);
-        if (block->state > BLOCK_UNMAPPED)
+        if (block->state >= BLOCK_STATE_COUNT)
             return fail(why, why_size, "block 0x%llx has no valid state",
                         (unsigned long long)block->address);
         recount->chained_by_state[block->state]++;
@@ -132,7 +132,7 @@ static bool count_stream_state(struct gpucache_allocator *allocator,
         if (!count_pending_list(allocator, recount, epoch->first, epoch->block_count, why, why_size))
             return false;
         (*closed_epochs)++;
-        for (int pool = 0; pool < POOL_COUNT; pool++)
+        for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
             closed_bytes[pool] += epoch->bytes[pool];
     }
     return true;
@@ -190,6 +190,15 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
         }
     }
 
+    for (struct block *block = allocator->retained; block != NULL; block = block->list_next) {
+        if (block->state != BLOCK_RETAINED || !block->segment->pinned)
+            return fail(why, why_size, "retained block 0x%llx is not in a pinned segment",
+                        (unsigned long long)block->address);
+        if (!visit_block(allocator, block, recount, why, why_size))
+            return false;
+        recount->blocks_by_state[BLOCK_RETAINED]++;
+    }
+
     size_t closed_epochs = 0;
     size_t closed_bytes[POOL_COUNT] = {0};
     if (!count_stream_state(allocator, &allocator->all_streams, recount, &closed_epochs,
@@ -200,9 +209,9 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
                                 closed_bytes, why, why_size))
             return false;
     for (int pool = 0; pool < POOL_COUNT; pool++)
-        if (closed_bytes[pool] != allocator->closed_pending_bytes[pool])
-            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs, %zu listed",
-                        pool, allocator->closed_pending_bytes[pool], closed_bytes[pool]);
+        if (closed_bytes[pool] != allocator->synchronous_closed_bytes[pool])
+            return fail(why, why_size, "pool %d: %zu bytes counted in closed epochs of synchronous frees, %zu listed",
+                        pool, allocator->synchronous_closed_bytes[pool], closed_bytes[pool]);
     if (closed_epochs != allocator->closed_epoch_count)
         return fail(why, why_size, "%zu closed epochs counted, %zu listed",
                     allocator->closed_epoch_count, closed_epochs);
@@ -229,7 +238,7 @@ static bool check_segments(struct gpucache_allocator *allocator, struct recount 
     if (recount->heads != segments)
         return fail(why, why_size, "%lld segments but %lld chains start at a segment base",
                     (long long)segments, (long long)recount->heads);
-    for (int state = 0; state < 4; state++)
+    for (int state = 0; state < BLOCK_STATE_COUNT; state++)
         if (recount->chained_by_state[state] != recount->blocks_by_state[state])
             return fail(why, why_size,
                         "%lld blocks in state %d are listed but %lld are in segment chains",

@@ -26,6 +26,8 @@ enum block_state {
     BLOCK_ALLOCATED,  /* handed out, in the address map */
     BLOCK_PENDING,    /* free requested; waits for an epoch's fence */
     BLOCK_UNMAPPED,   /* expandable address range without physical pages */
+    BLOCK_RETAINED,   /* freed in a segment pinned for IPC: never reused */
+    BLOCK_STATE_COUNT
 };
 
 /* The key of a pool's free tree for blocks of streams that were destroyed:
@@ -41,6 +43,9 @@ struct segment {
     enum pool_kind pool;
     gpucache_stream stream;
     void *expandable; /* vmm/'s object for SEGMENT_EXPANDABLE, NULL for plain */
+    /* Exported through legacy IPC: another process may map it, so it is never
+     * reused or returned to the driver while this process lives. */
+    bool pinned;
 };
 
 /* One piece of a segment. 128 bytes at most so that metadata stays a small
@@ -129,6 +134,7 @@ struct gpucache_allocator {
 
     struct pool pools[POOL_COUNT];
     struct segment_tree segments;
+    struct block *retained; /* freed blocks of pinned segments, by list_next */
     struct block_map allocated; /* block start -> allocated block */
     struct block_store store;
 
@@ -140,7 +146,7 @@ struct gpucache_allocator {
     size_t stream_count;
     size_t stream_capacity;
     size_t closed_epoch_count;
-    size_t closed_pending_bytes[POOL_COUNT];
+    size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
     /* Limits resolved at creation. */
@@ -255,7 +261,8 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
 void epochs_close_all_open(struct gpucache_allocator *allocator);
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
-/* Waits for the oldest closed epoch holding bytes of `pool`; false if none. */
+/* Waits for the oldest closed epoch of synchronous frees holding bytes of
+ * `pool`; false if there is none or the wait failed. */
 bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
 /* Before the last retry: fences every stream with pending or uncleared
  * blocks and waits for all of them. True when every block is then free and

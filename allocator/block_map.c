@@ -43,7 +43,7 @@ void block_map_insert(struct block_map *map, uint64_t address, struct block *blo
 
 static size_t find_slot(const struct block_map *map, uint64_t address)
 {
-    if (map->capacity == 0)
+    if (map->capacity == 0 || address == 0)
         return SIZE_MAX;
     size_t mask = map->capacity - 1;
     for (size_t i = slot_of(map, address);; i = (i + 1) & mask) {

@@ -99,8 +99,8 @@ static void complete_epochs_through(struct gpucache_allocator *allocator,
         if (state->oldest == NULL)
             state->newest = NULL;
         allocator->closed_epoch_count--;
-        for (int pool = 0; pool < POOL_COUNT; pool++)
-            allocator->closed_pending_bytes[pool] -= epoch->bytes[pool];
+        for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
+            allocator->synchronous_closed_bytes[pool] -= epoch->bytes[pool];
         state->completed_tick = max_tick(state->completed_tick, epoch->tick);
         if (state->all_streams)
             allocator->all_completed_tick = max_tick(allocator->all_completed_tick, epoch->tick);
@@ -166,8 +166,8 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     state->newest = epoch;
     state->fenced_tick = epoch->tick;
     allocator->closed_epoch_count++;
-    for (int pool = 0; pool < POOL_COUNT; pool++)
-        allocator->closed_pending_bytes[pool] += epoch->bytes[pool];
+    for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
+        allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
     allocator->stats.num_epochs_closed++;
 }
 
@@ -226,23 +226,13 @@ static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_k
 
 bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool)
 {
-    if (allocator->closed_pending_bytes[pool] == 0 || driver_capture_active(allocator))
+    /* Only epochs of synchronous frees: the program would have waited for
+     * those in cuMemFree itself. A stream-ordered free never made it wait. */
+    struct stream_state *state = &allocator->all_streams;
+    if (allocator->synchronous_closed_bytes[pool] == 0 || driver_capture_active(allocator))
         return false;
-    struct stream_state *owner = NULL;
-    struct epoch *oldest = NULL;
-    struct epoch *candidate = first_epoch_holding(&allocator->all_streams, pool);
-    if (candidate != NULL) {
-        owner = &allocator->all_streams;
-        oldest = candidate;
-    }
-    for (size_t i = 0; i < allocator->stream_count; i++) {
-        candidate = first_epoch_holding(allocator->streams[i], pool);
-        if (candidate != NULL && (oldest == NULL || candidate->tick < oldest->tick)) {
-            owner = allocator->streams[i];
-            oldest = candidate;
-        }
-    }
-    return oldest != NULL && wait_for_epoch(allocator, owner, oldest);
+    struct epoch *oldest = first_epoch_holding(state, pool);
+    return oldest != NULL && wait_for_epoch(allocator, state, oldest);
 }
 
 static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state)
@@ -458,5 +448,5 @@ void epochs_discard(struct gpucache_allocator *allocator)
         free(epoch);
     }
     allocator->closed_epoch_count = 0;
-    allocator->closed_pending_bytes[POOL_SMALL] = allocator->closed_pending_bytes[POOL_LARGE] = 0;
+    allocator->synchronous_closed_bytes[POOL_SMALL] = allocator->synchronous_closed_bytes[POOL_LARGE] = 0;
 }

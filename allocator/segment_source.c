@@ -67,7 +67,8 @@ gpucache_result segment_source_acquire(struct gpucache_allocator *allocator,
 
 bool segment_source_releasable(const struct block *block)
 {
-    return block->prev == NULL && block->next == NULL && block->segment->kind == SEGMENT_PLAIN;
+    return block->prev == NULL && block->next == NULL && block->segment->kind == SEGMENT_PLAIN &&
+           !block->segment->pinned;
 }
 
 bool segment_source_release(struct gpucache_allocator *allocator, struct block *block)

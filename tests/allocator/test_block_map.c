@@ -36,6 +36,10 @@ Test(block_map, inserts_finds_and_removes_under_heavy_collisions)
     }
     cr_assert_eq(map.count, count);
     cr_assert_null(block_map_remove(&map, 0x42));
+    size_t before = map.count;
+    cr_assert_null(block_map_find(&map, 0), "0 marks empty slots and is never a key");
+    cr_assert_null(block_map_remove(&map, 0));
+    cr_assert_eq(map.count, before);
     block_map_destroy(&map);
 }
 

@@ -120,6 +120,8 @@ Test(split_merge, freeing_a_block_twice_or_an_interior_pointer_is_refused)
                  GPUCACHE_ERROR_INVALID_VALUE);
     cr_assert_eq(gpucache_allocator_free(f.allocator, 0x1234000, GPUCACHE_FREE_SYNCHRONOUS, 0),
                  GPUCACHE_ALLOCATOR_NOT_OURS);
+    cr_assert_eq(gpucache_allocator_free(f.allocator, 0, GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_ALLOCATOR_NOT_OURS);
     cr_assert(gpucache_allocator_owns(f.allocator, a + 4096));
     cr_assert_not(gpucache_allocator_owns(f.allocator, a + 2 * MiB));
     fixture_check(&f);
