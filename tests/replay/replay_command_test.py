@@ -275,6 +275,39 @@ WEIGHTS_REQUESTED = 30 * MiB - 1000
 WEIGHTS_ALLOCATED = 30 * MiB
 
 
+def case_progress(tool, workdir, _traces):
+    """Progress goes to stderr only when it is a terminal, and is erased
+    before the results; stdout carries the table alone."""
+    import pty
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run([tool, "replay", "--conf", "", "--conf", "max_split_size_mb:64",
+                                 path], stdout=subprocess.PIPE, stderr=follower, check=False)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO once the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    check(result.returncode == 0, f"exit {result.returncode}")
+    check(b"\r\x1b[Kgpucache replay: configuration 1/2 (default): 100%" in shown,
+          f"no progress for the first configuration: {shown!r}")
+    check(b"configuration 2/2 (max_split_size_mb:64): 100%" in shown, f"{shown!r}")
+    check(shown.endswith(b"\r\x1b[K"), f"progress line not erased: {shown!r}")
+    check(result.stdout.startswith(b"trace   ") and b"\x1b" not in result.stdout,
+          "stdout must hold the table only")
+
+
 def snapshot_scenario(free_completed=True, device=0):
     """A snapshot whose trace starts after two allocations were made: one
     freed during the trace (a free without alloc) and one still alive at the
@@ -483,6 +516,7 @@ CASES = {
     "min-device": case_min_device,
     "streams": case_streams,
     "options": case_options,
+    "progress": case_progress,
     "snapshot": case_snapshot,
     "snapshot-errors": case_snapshot_errors,
     "pickle-refusal": case_pickle_refusal,
