@@ -24,7 +24,7 @@ bool replay_fail(struct replay_error *error, const char *format, ...)
 
 /* Quotes input text for a message: 'text', at most 40 bytes of it (then
  * "..."), bytes that are not printable ASCII written as \xNN. Returns
- * `buffer`, which should hold at least 64 bytes. */
+ * `buffer`; 170 bytes hold any quote whole. */
 const char *replay_quote(const char *text, size_t length, char *buffer, size_t size);
 
 /* Where in the input an event came from. */
