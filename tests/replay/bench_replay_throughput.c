@@ -47,7 +47,8 @@ static bool measure(const char *path, const struct gpucache_config *config)
     start = now_seconds();
     while (total_seconds < MINIMUM_SECONDS) {
         struct replay_outcome outcome;
-        if (!replay_run(&trace, config, DEVICE_MEMORY, NULL, &outcome) || !outcome.completed) {
+        if (!replay_run(&trace, config, DEVICE_MEMORY, NULL, NULL, &outcome) ||
+            !outcome.completed) {
             fprintf(stderr, "%s: the replay did not complete\n", path);
             replay_trace_destroy(&trace);
             return false;

@@ -308,6 +308,43 @@ def case_progress(tool, workdir, _traces):
           "stdout must hold the table only")
 
 
+def case_svg(tool, workdir, _traces):
+    """--svg draws each configuration's reserved and allocated curves; the
+    image is well-formed XML and its curves follow the replay."""
+    import xml.etree.ElementTree as ElementTree
+    namespace = "{http://www.w3.org/2000/svg}"
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    image = os.path.join(workdir, "curves.svg")
+    result = run(tool, "--svg", image, "--conf", "", "--conf", "max_split_size_mb:40", path)
+    check(result.returncode == 0, f"exit {result.returncode}: {result.stderr}")
+    root = ElementTree.parse(image).getroot()
+    check(root.tag == namespace + "svg", f"root element {root.tag}")
+    curves = {}
+    for polyline in root.iter(namespace + "polyline"):
+        title = polyline.find(namespace + "title").text
+        heights = [float(point.split(",")[1]) for point in polyline.get("points").split()]
+        curves[title] = heights
+    check(sorted(curves) == ["default: allocated, peak 128.00 MiB",
+                             "default: reserved, peak 256.00 MiB",
+                             "max_split_size_mb:40: allocated, peak 128.00 MiB",
+                             "max_split_size_mb:40: reserved, peak 256.00 MiB"],
+          f"curves: {sorted(curves)}")
+    reserved = curves["default: reserved, peak 256.00 MiB"]
+    allocated = curves["default: allocated, peak 128.00 MiB"]
+    # Smaller y is higher: reserved ends at its peak, above allocated's peak,
+    # and allocated falls back to the axis when everything is freed.
+    check(reserved[-1] == min(reserved) < min(allocated), "reserved must end at its peak")
+    check(max(allocated) > allocated[len(allocated) // 2 - 1], "allocated must fall to 0")
+    check(not list(root.iter(namespace + "path")), "no failure mark when all completed")
+    result = run(tool, "--svg", image, "--device-memory", "100MiB", path)
+    marks = [mark.find(namespace + "title").text
+             for mark in ElementTree.parse(image).getroot().iter(namespace + "path")]
+    check(marks == ["default: stopped at event 6"], f"failure marks {marks}")
+    unwritable = os.path.join(workdir, "absent", "curves.svg")
+    expect_error(tool, path, f"gpucache replay: --svg: cannot write '{unwritable}': No such file "
+                 "or directory", "--svg", unwritable)
+
+
 def snapshot_scenario(free_completed=True, device=0):
     """A snapshot whose trace starts after two allocations were made: one
     freed during the trace (a free without alloc) and one still alive at the
@@ -517,6 +554,7 @@ CASES = {
     "streams": case_streams,
     "options": case_options,
     "progress": case_progress,
+    "svg": case_svg,
     "snapshot": case_snapshot,
     "snapshot-errors": case_snapshot_errors,
     "pickle-refusal": case_pickle_refusal,

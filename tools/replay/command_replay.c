@@ -1,5 +1,6 @@
 #include "command_replay.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,15 +14,18 @@
 #include "gpucache_config.h"
 #include "replay_report.h"
 #include "replay_run.h"
+#include "replay_svg.h"
 #include "snapshot_reader.h"
 #include "trace_loader.h"
 
 #define DEFAULT_DEVICE_MEMORY (UINT64_C(80) << 30)
+/* Slices of the trace an SVG curve is drawn with: finer than a page shows. */
+#define SVG_SLICES 1000
 #define EXIT_USAGE 2
 
 static const char usage[] =
     "usage: gpucache replay [--conf STRING]... [--device-memory SIZE] [--json] [--min-device]\n"
-    "                       [--device N] TRACE\n"
+    "                       [--svg FILE] [--device N] TRACE\n"
     "\n"
     "Replays an allocation trace through the caching allocator on a simulated device,\n"
     "once per configuration, with no GPU, and prints the results side by side.\n"
@@ -37,6 +41,8 @@ static const char usage[] =
     "  --json                print the results as JSON, with PyTorch's stat names\n"
     "  --min-device          also search, per configuration, the smallest device (to\n"
     "                        2 MiB) on which the trace completes\n"
+    "  --svg FILE            also draw reserved and allocated bytes over the trace, per\n"
+    "                        configuration, as an SVG image\n"
     "  --device N            the device of a multi-GPU snapshot to replay (default: the\n"
     "                        first with trace entries)\n"
     "  -h, --help            print this help\n"
@@ -50,6 +56,7 @@ struct options {
     uint64_t device_memory;
     bool json;
     bool min_device;
+    const char *svg_path;
     int device;
     const char *trace_path;
 };
@@ -99,13 +106,10 @@ static bool parse_device(const char *text, int *device)
 static int parse_options(int argc, char **argv, struct options *options)
 {
     static const struct option long_options[] = {
-        {"conf", required_argument, NULL, 'c'},
-        {"device-memory", required_argument, NULL, 'm'},
-        {"json", no_argument, NULL, 'j'},
-        {"min-device", no_argument, NULL, 's'},
-        {"device", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+        {"conf", required_argument, NULL, 'c'},   {"device-memory", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},         {"min-device", no_argument, NULL, 's'},
+        {"device", required_argument, NULL, 'd'}, {"svg", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},         {0},
     };
     *options =
         (struct options){.device_memory = DEFAULT_DEVICE_MEMORY, .device = SNAPSHOT_ANY_DEVICE};
@@ -132,6 +136,9 @@ static int parse_options(int argc, char **argv, struct options *options)
         case 's':
             options->min_device = true;
             break;
+        case 'g':
+            options->svg_path = optarg;
+            break;
         case 'd':
             if (!parse_device(optarg, &options->device))
                 return usage_error("--device: '%s' is not a device number (expected 0, 1, ...)",
@@ -144,7 +151,7 @@ static int parse_options(int argc, char **argv, struct options *options)
             return usage_error("%s needs a value", argv[optind - 1]);
         default:
             return usage_error("unknown option '%s' (expected --conf, --device-memory, --json, "
-                               "--min-device, --device or --help)",
+                               "--min-device, --svg, --device or --help)",
                                argv[optind - 1]);
         }
     }
@@ -213,6 +220,17 @@ static int parse_configurations(const struct options *options, struct gpucache_c
     return 0;
 }
 
+static bool allocate_timeline(struct replay_timeline *timeline, size_t event_count)
+{
+    size_t slices = event_count < SVG_SLICES ? (event_count ? event_count : 1) : SVG_SLICES;
+    *timeline = (struct replay_timeline){
+        .bucket_count = slices,
+        .allocated = calloc(slices, sizeof *timeline->allocated),
+        .reserved = calloc(slices, sizeof *timeline->reserved),
+    };
+    return timeline->allocated && timeline->reserved;
+}
+
 static int run_columns(const struct options *options, const struct replay_trace *trace,
                        const struct gpucache_config *configs, struct replay_column *columns,
                        size_t count)
@@ -225,7 +243,10 @@ static int run_columns(const struct options *options, const struct replay_trace 
                                      .last_shown = -1};
         struct replay_progress progress = {.report = show_progress, .context = &line};
         const struct replay_progress *shown = terminal ? &progress : NULL;
-        if (!replay_run(trace, &configs[index], options->device_memory, shown,
+        struct replay_timeline *timeline = options->svg_path ? &columns[index].timeline : NULL;
+        if (timeline && !allocate_timeline(timeline, trace->event_count))
+            goto out_of_memory;
+        if (!replay_run(trace, &configs[index], options->device_memory, shown, timeline,
                         &columns[index].outcome))
             goto out_of_memory;
         if (options->min_device) {
@@ -257,6 +278,7 @@ int command_replay(int argc, char **argv)
     struct gpucache_config *configs = calloc(count, sizeof *configs);
     struct replay_column *columns = calloc(count, sizeof *columns);
     struct replay_trace trace = {0};
+    FILE *svg = NULL;
     if (!configs || !columns) {
         status = usage_error("%s", "out of host memory");
         goto done;
@@ -265,6 +287,13 @@ int command_replay(int argc, char **argv)
     if (status != 0)
         goto done;
 
+    /* Opened before the replay so a bad path fails at once. */
+    if (options.svg_path && !(svg = fopen(options.svg_path, "w"))) {
+        fprintf(stderr, "gpucache replay: --svg: cannot write '%s': %s\n", options.svg_path,
+                strerror(errno));
+        status = EXIT_USAGE;
+        goto done;
+    }
     struct replay_error error;
     if (!trace_load(options.trace_path, options.device, &trace, &error)) {
         fprintf(stderr, "gpucache replay: %s: %s\n", options.trace_path, error.message);
@@ -289,7 +318,22 @@ int command_replay(int argc, char **argv)
         perror("gpucache replay: writing the results");
         status = 1;
     }
+    if (svg) {
+        replay_write_svg(svg, &report);
+        if (fclose(svg) != 0) {
+            fprintf(stderr, "gpucache replay: --svg: writing '%s': %s\n", options.svg_path,
+                    strerror(errno));
+            status = 1;
+        }
+        svg = NULL;
+    }
 done:
+    if (svg)
+        fclose(svg);
+    for (size_t index = 0; columns && index < count; index++) {
+        free(columns[index].timeline.allocated);
+        free(columns[index].timeline.reserved);
+    }
     replay_trace_destroy(&trace);
     free(columns);
     free(configs);

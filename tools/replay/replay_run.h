@@ -25,6 +25,15 @@ struct replay_progress {
     void *context;
 };
 
+/* Allocated and reserved bytes over the replay, for drawing them: the
+ * largest value of each within `bucket_count` equal slices of the events. */
+struct replay_timeline {
+    size_t bucket_count; /* set by the caller, with the two arrays it sizes */
+    uint64_t *allocated;
+    uint64_t *reserved;
+    size_t buckets_reached; /* slices the replay entered before it ended */
+};
+
 struct replay_outcome {
     bool completed;              /* every event replayed without running out of memory */
     size_t failed_event;         /* index in trace.events of the request that failed */
@@ -35,10 +44,11 @@ struct replay_outcome {
 
 /* Replays `trace` with `config` on a device of `capacity` bytes. Stops at the
  * first request the allocator cannot serve, which is a result, not an error.
- * Returns false only when the allocator itself cannot be created. */
+ * `progress` and `timeline` may be NULL. Returns false only when the
+ * allocator itself cannot be created. */
 bool replay_run(const struct replay_trace *trace, const struct gpucache_config *config,
                 uint64_t capacity, const struct replay_progress *progress,
-                struct replay_outcome *outcome);
+                struct replay_timeline *timeline, struct replay_outcome *outcome);
 
 /* Searches the smallest capacity, a multiple of REPLAY_DEVICE_GRANULARITY, on
  * which the trace completes: upwards from `start` if it fails there, then by
