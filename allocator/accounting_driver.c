@@ -37,10 +37,25 @@ struct stream_progress {
     uint64_t completed_time; /* work issued up to this clock value is done */
 };
 
+/* `waiter` was made to wait (fence_stream_wait) at clock `wait_time` for
+ * the work of `target` up to `target_time`: once the waiter's work up to
+ * wait_time is done, so is that work of the target. */
+struct stream_dependency {
+    gpucache_stream waiter;
+    uint64_t wait_time;
+    gpucache_stream target;
+    uint64_t target_time;
+    bool target_is_all;
+};
+
 struct gpucache_fence {
     gpucache_stream stream;
     bool all_streams;
     uint64_t time;
+    /* Live fences, so that destroying the driver frees those never
+     * released, as a destroyed context frees its events. */
+    struct gpucache_fence *previous_live;
+    struct gpucache_fence *next_live;
 };
 
 struct injected_failure {
@@ -71,6 +86,10 @@ struct accounting_driver {
     size_t stream_count;
     size_t stream_capacity;
     unsigned long live_fences;
+    struct gpucache_fence *live;
+    struct stream_dependency *dependencies;
+    size_t dependency_count;
+    size_t dependency_capacity;
 
     unsigned long calls[ACCOUNTING_OPERATION_COUNT];
     struct injected_failure failures[ACCOUNTING_OPERATION_COUNT];
@@ -204,6 +223,44 @@ static struct stream_progress *progress_of(struct accounting_driver *driver,
     return progress;
 }
 
+/* All work issued up to `time` is done: waits issued before it are moot. */
+static void complete_all_until(struct accounting_driver *driver, uint64_t time)
+{
+    if (driver->all_completed_time < time)
+        driver->all_completed_time = time;
+    for (size_t i = 0; i < driver->dependency_count;) {
+        if (driver->dependencies[i].wait_time <= driver->all_completed_time)
+            driver->dependencies[i] = driver->dependencies[--driver->dependency_count];
+        else
+            i++;
+    }
+}
+
+/* Work of `stream` issued up to `time` is done, and so is the work its
+ * waits depended on. */
+static void complete_stream_until(struct accounting_driver *driver, gpucache_stream stream,
+                                  uint64_t time)
+{
+    struct stream_progress *progress = progress_of(driver, stream);
+    if (progress == NULL || progress->completed_time >= time)
+        return;
+    progress->completed_time = time;
+    for (size_t i = 0; i < driver->dependency_count;) {
+        struct stream_dependency dependency = driver->dependencies[i];
+        if (dependency.waiter != stream || dependency.wait_time > time) {
+            i++;
+            continue;
+        }
+        driver->dependencies[i] = driver->dependencies[--driver->dependency_count];
+        if (dependency.target_is_all) {
+            complete_all_until(driver, dependency.target_time);
+        } else {
+            complete_stream_until(driver, dependency.target, dependency.target_time);
+        }
+        i = 0; /* the recursion may have removed entries */
+    }
+}
+
 static gpucache_result new_fence(struct accounting_driver *driver, gpucache_stream stream,
                                  bool all_streams, gpucache_fence **fence)
 {
@@ -215,6 +272,10 @@ static gpucache_result new_fence(struct accounting_driver *driver, gpucache_stre
     created->stream = stream;
     created->all_streams = all_streams;
     created->time = ++driver->clock;
+    created->next_live = driver->live;
+    if (driver->live != NULL)
+        driver->live->previous_live = created;
+    driver->live = created;
     driver->live_fences++;
     *fence = created;
     return GPUCACHE_SUCCESS;
@@ -259,12 +320,9 @@ static gpucache_result fence_wait(void *context, gpucache_fence *fence)
     ENTER(context, ACCOUNTING_FENCE_WAIT);
     /* Waiting lets the device run up to the fence. */
     if (fence->all_streams) {
-        if (driver->all_completed_time < fence->time)
-            driver->all_completed_time = fence->time;
+        complete_all_until(driver, fence->time);
     } else {
-        struct stream_progress *progress = progress_of(driver, fence->stream);
-        if (progress != NULL && progress->completed_time < fence->time)
-            progress->completed_time = fence->time;
+        complete_stream_until(driver, fence->stream, fence->time);
     }
     LEAVE();
 }
@@ -273,8 +331,26 @@ static gpucache_result fence_stream_wait(void *context, gpucache_stream stream,
                                          gpucache_fence *fence)
 {
     ENTER(context, ACCOUNTING_FENCE_STREAM_WAIT);
-    (void)stream;
-    (void)fence;
+    if (fence_complete(driver, fence))
+        goto done; /* nothing left to wait for */
+    if (driver->dependency_count == driver->dependency_capacity) {
+        size_t capacity = driver->dependency_capacity ? driver->dependency_capacity * 2 : 16;
+        struct stream_dependency *dependencies =
+            realloc(driver->dependencies, capacity * sizeof *dependencies);
+        if (dependencies == NULL) {
+            result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+            goto done;
+        }
+        driver->dependencies = dependencies;
+        driver->dependency_capacity = capacity;
+    }
+    driver->dependencies[driver->dependency_count++] = (struct stream_dependency){
+        .waiter = stream,
+        .wait_time = ++driver->clock,
+        .target = fence->stream,
+        .target_time = fence->time,
+        .target_is_all = fence->all_streams,
+    };
     LEAVE();
 }
 
@@ -282,8 +358,15 @@ static void fence_release(void *context, gpucache_fence *fence)
 {
     struct accounting_driver *driver = context;
     pthread_mutex_lock(&driver->mutex);
-    if (fence != NULL)
+    if (fence != NULL) {
+        if (fence->previous_live != NULL)
+            fence->previous_live->next_live = fence->next_live;
+        else
+            driver->live = fence->next_live;
+        if (fence->next_live != NULL)
+            fence->next_live->previous_live = fence->previous_live;
         driver->live_fences--;
+    }
     pthread_mutex_unlock(&driver->mutex);
     free(fence);
 }
@@ -292,7 +375,7 @@ static gpucache_result synchronize_device(void *context, int device)
 {
     ENTER(context, ACCOUNTING_SYNCHRONIZE_DEVICE);
     (void)device;
-    driver->all_completed_time = driver->clock;
+    complete_all_until(driver, driver->clock);
     LEAVE();
 }
 
@@ -512,8 +595,14 @@ void accounting_driver_destroy(struct accounting_driver *driver)
         return;
     free_ranges(&driver->allocations);
     free_ranges(&driver->reservations);
+    while (driver->live != NULL) {
+        struct gpucache_fence *fence = driver->live;
+        driver->live = fence->next_live;
+        free(fence);
+    }
     free(driver->pages);
     free(driver->streams);
+    free(driver->dependencies);
     pthread_mutex_destroy(&driver->mutex);
     free(driver);
 }
@@ -533,16 +622,14 @@ void accounting_driver_hold_fences(struct accounting_driver *driver, bool held)
 void accounting_driver_complete_stream(struct accounting_driver *driver, gpucache_stream stream)
 {
     pthread_mutex_lock(&driver->mutex);
-    struct stream_progress *progress = progress_of(driver, stream);
-    if (progress != NULL)
-        progress->completed_time = driver->clock;
+    complete_stream_until(driver, stream, driver->clock);
     pthread_mutex_unlock(&driver->mutex);
 }
 
 void accounting_driver_complete_all(struct accounting_driver *driver)
 {
     pthread_mutex_lock(&driver->mutex);
-    driver->all_completed_time = driver->clock;
+    complete_all_until(driver, driver->clock);
     pthread_mutex_unlock(&driver->mutex);
 }
 

@@ -45,7 +45,9 @@ void accounting_driver_destroy(struct accounting_driver *driver);
 const struct gpucache_driver *accounting_driver_interface(struct accounting_driver *driver);
 
 /* With `held`, fences complete only when their stream is completed below
- * (or waited on, or the device synchronized); without, at once. */
+ * (or waited on, or the device synchronized); without, at once. A stream
+ * made to wait for a fence (fence_stream_wait) completes that fence's work
+ * when its own work after the wait completes, as on a device. */
 void accounting_driver_hold_fences(struct accounting_driver *driver, bool held);
 /* All work issued so far on `stream` finishes. */
 void accounting_driver_complete_stream(struct accounting_driver *driver, gpucache_stream stream);

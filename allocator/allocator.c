@@ -42,10 +42,10 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
     return allocator;
 }
 
-static void teardown(struct gpucache_allocator *allocator, bool free_memory)
+static void teardown(struct gpucache_allocator *allocator, bool context_alive)
 {
-    epochs_discard(allocator);
-    segment_source_drop_all(allocator, free_memory);
+    epochs_discard(allocator, context_alive);
+    segment_source_drop_all(allocator, context_alive);
     block_store_destroy(&allocator->store);
     block_map_destroy(&allocator->allocated);
     pthread_mutex_destroy(&allocator->mutex);

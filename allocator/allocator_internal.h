@@ -277,8 +277,9 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
                                           enum pool_kind pool, gpucache_stream stream,
                                           size_t size);
 void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
-/* Drops every epoch and stream state without waiting (destroy, abandon). */
-void epochs_discard(struct gpucache_allocator *allocator);
+/* Drops every epoch and stream state without waiting; their fences are
+ * released through the driver unless its context is gone (abandon). */
+void epochs_discard(struct gpucache_allocator *allocator, bool release_fences);
 bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
 
 /* Block life cycle (allocator.c). */

@@ -21,8 +21,8 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
  * Blocks still allocated are returned too: the caller is done with them. */
 void gpucache_allocator_destroy(struct gpucache_allocator *allocator);
 
-/* Forgets every segment without calling the driver: used when the context
- * that owned them is gone (the driver already freed the memory). */
+/* Forgets every segment and fence without calling the driver: used when
+ * the context that owned them is gone (the driver already freed them). */
 void gpucache_allocator_abandon(struct gpucache_allocator *allocator);
 
 /* Allocates `size` bytes for use on `stream`. Returns GPUCACHE_SUCCESS, or

@@ -99,3 +99,24 @@ Test(accounting_driver, fails_the_nth_call_of_an_operation)
     cr_assert_eq(accounting_driver_used_bytes(driver), 1024);
     accounting_driver_destroy(driver);
 }
+
+Test(accounting_driver, a_stream_that_waited_completes_the_work_it_waited_for)
+{
+    struct accounting_driver *driver = accounting_driver_create(GiB, 0);
+    const struct gpucache_driver *d = accounting_driver_interface(driver);
+    accounting_driver_hold_fences(driver, true);
+    gpucache_fence *on_a, *after_wait, *later_on_a;
+    d->fence_stream(d->context, 0, STREAM_A, &on_a);
+    cr_assert_eq(d->fence_stream_wait(d->context, STREAM_B, on_a), GPUCACHE_SUCCESS);
+    d->fence_stream(d->context, 0, STREAM_B, &after_wait);
+    d->fence_stream(d->context, 0, STREAM_A, &later_on_a);
+    cr_assert_eq(d->fence_wait(d->context, after_wait), GPUCACHE_SUCCESS);
+    cr_assert_eq(d->fence_query(d->context, on_a), GPUCACHE_SUCCESS,
+                 "B's work after the wait is done, so A's work before it is too");
+    cr_assert_eq(d->fence_query(d->context, later_on_a), GPUCACHE_ERROR_NOT_READY,
+                 "A's later work is not covered by B");
+    d->fence_release(d->context, on_a);
+    d->fence_release(d->context, after_wait);
+    d->fence_release(d->context, later_on_a);
+    accounting_driver_destroy(driver);
+}
