@@ -41,7 +41,7 @@ static bool measure(const char *name, const struct replay_trace *trace, double r
     double start = now_seconds();
     while (total_seconds < MINIMUM_SECONDS) {
         struct replay_outcome outcome;
-        if (!replay_run(trace, config, DEVICE_MEMORY, NULL, NULL, &outcome) || !outcome.completed) {
+        if (!replay_run(trace, config, DEVICE_MEMORY, NULL, &outcome) || !outcome.completed) {
             fprintf(stderr, "%s: the replay did not complete\n", name);
             return false;
         }

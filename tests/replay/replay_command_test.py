@@ -107,6 +107,10 @@ def case_example_1(tool, workdir, _traces):
           f"8 x 16 then 4 x 32: peak reserved {stat(grows, 'reserved_bytes.all.peak')}, "
           "expected 256 MiB (reserved grows from 128 to 256)")
     check(stat(grows, "num_device_alloc") == 12, "expected 8 + 4 segments")
+    final = sorted((segment["total_size"], [b["state"] for b in segment["blocks"]])
+                   for segment in grows["segments"])
+    check(final == [(16 * MiB, ["inactive"])] * 8 + [(32 * MiB, ["active_allocated"])] * 4,
+          f"final segments {final}")
     check(abs(grows["utilisation"] - 0.5) < 1e-9 and abs(grows["fragmentation"] - 0.5) < 1e-9,
           "utilisation and fragmentation should both be 0.5")
     stays = replay_json(tool, large_first)["configurations"][0]
@@ -186,6 +190,11 @@ def case_oom(tool, workdir, _traces):
     check("completed           no, at event 6" in lines, table.stdout)
     check("default: out of memory at event 6 (line 8): 16777216 bytes (16.00 MiB) on stream 0x0, "
           "with 96.00 MiB allocated and 96.00 MiB reserved" in lines, table.stdout)
+    check("         then 6 segments, 0 B free in the cache, the largest free block 0 B" in lines,
+          table.stdout)
+    check(len(result["segments"]) == 6 and all(
+        [b["state"] for b in segment["blocks"]] == ["active_allocated"]
+        for segment in result["segments"]), "the state at the OOM: six full 16 MiB segments")
     # With room for the 8 blocks, the 32 MiB requests succeed after the
     # retry releases the cached 16 MiB segments.
     result = replay_json(tool, path, "--device-memory", "200MiB")["configurations"][0]
@@ -220,6 +229,11 @@ def case_min_device(tool, workdir, _traces):
     check(report["configurations"][0]["smallest_device_memory"] == 52 * MiB,
           f"smallest device {report['configurations'][0]['smallest_device_memory']}, "
           "expected 20 + 32 MiB")
+    check(report["configurations"][0]["largest_free_block"] == 18 * MiB,
+          "the pinned segment keeps 18 MiB free")
+    lines = run(tool, "--device-memory", "34MiB", path).stdout.splitlines()
+    check("         then 1 segment, 18.00 MiB free in the cache, the largest free block "
+          "18.00 MiB" in lines, "\n".join(lines))
 
 
 def case_streams(tool, workdir, _traces):
@@ -539,6 +553,18 @@ def case_shared_traces(tool, _workdir, traces):
               f"reserved {total}")
         check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
               f"{name}: rounded peak below requested peak")
+        sizes = sorted(s["total_size"] for s in segments)
+        check(sorted(s["total_size"] for s in default["segments"]) == sizes,
+              f"{name}: segment sizes differ from PyTorch's")
+        if report["inferred_allocations"] == 0:
+            # Nothing had to be guessed: every block of every segment must be
+            # where PyTorch's allocator put it.
+            def layout(segment_list):
+                return sorted((s["total_size"], s["segment_type"],
+                               [(b["size"], b["state"]) for b in s["blocks"]])
+                              for s in segment_list)
+            check(layout(default["segments"]) == layout(segments),
+                  f"{name}: final blocks differ from PyTorch's")
         print(f"{name}: {report['events']} events, peak allocated "
               f"{stat(default, 'allocated_bytes.all.peak')}, peak reserved {total}")
     return 0

@@ -246,7 +246,9 @@ static int run_columns(const struct options *options, const struct replay_trace 
         struct replay_timeline *timeline = options->svg_path ? &columns[index].timeline : NULL;
         if (timeline && !allocate_timeline(timeline, trace->event_count))
             goto out_of_memory;
-        if (!replay_run(trace, &configs[index], options->device_memory, shown, timeline,
+        struct replay_observers observers = {
+            .progress = shown, .timeline = timeline, .final_state = true};
+        if (!replay_run(trace, &configs[index], options->device_memory, &observers,
                         &columns[index].outcome))
             goto out_of_memory;
         if (options->min_device) {
@@ -333,6 +335,7 @@ done:
     for (size_t index = 0; columns && index < count; index++) {
         free(columns[index].timeline.allocated);
         free(columns[index].timeline.reserved);
+        replay_final_state_release(&columns[index].outcome.final_state);
     }
     replay_trace_destroy(&trace);
     free(columns);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "accounting_driver.h"
+#include "final_state.h"
 #include "gpucache_allocator.h"
 
 /* Progress is reported this often; a power of two keeps the check cheap. */
@@ -73,9 +74,11 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
 }
 
 bool replay_run(const struct replay_trace *trace, const struct gpucache_config *config,
-                uint64_t capacity, const struct replay_progress *progress,
-                struct replay_timeline *timeline, struct replay_outcome *outcome)
+                uint64_t capacity, const struct replay_observers *observers,
+                struct replay_outcome *outcome)
 {
+    static const struct replay_observers none = {0};
+    observers = observers ? observers : &none;
     *outcome = (struct replay_outcome){0};
     uint64_t *address_of_slot =
         calloc(trace->slot_count ? trace->slot_count : 1, sizeof *address_of_slot);
@@ -88,23 +91,27 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
             accounting_driver_destroy(driver);
         return false;
     }
+    const struct replay_progress *progress = observers->progress;
     double start = now_seconds();
-    replay_events(trace, allocator, address_of_slot, progress, timeline, outcome);
+    replay_events(trace, allocator, address_of_slot, progress, observers->timeline, outcome);
     outcome->seconds = now_seconds() - start;
     if (progress)
         progress->report(progress->context, trace->event_count, trace->event_count);
     gpucache_allocator_get_stats(allocator, &outcome->stats);
+    bool captured =
+        !observers->final_state || replay_final_state_capture(allocator, &outcome->final_state);
     gpucache_allocator_destroy(allocator);
     accounting_driver_destroy(driver);
     free(address_of_slot);
-    return true;
+    return captured;
 }
 
 static bool completes_on(const struct replay_trace *trace, const struct gpucache_config *config,
                          uint64_t capacity, const struct replay_progress *progress, bool *completed)
 {
     struct replay_outcome outcome;
-    if (!replay_run(trace, config, capacity, progress, NULL, &outcome))
+    struct replay_observers observers = {.progress = progress};
+    if (!replay_run(trace, config, capacity, &observers, &outcome))
         return false;
     *completed = outcome.completed;
     return true;
