@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "column_runner.h"
 #include "gpucache_config.h"
 #include "replay_report.h"
 #include "replay_run.h"
@@ -19,8 +19,6 @@
 #include "trace_loader.h"
 
 #define DEFAULT_DEVICE_MEMORY (UINT64_C(80) << 30)
-/* Slices of the trace an SVG curve is drawn with: finer than a page shows. */
-#define SVG_SLICES 1000
 #define EXIT_USAGE 2
 
 static const char usage[] =
@@ -163,28 +161,6 @@ static int parse_options(int argc, char **argv, struct options *options)
     return -1;
 }
 
-/* Progress on a terminal only: a line rewritten at most ten times a second. */
-struct progress_line {
-    const char *label;
-    size_t column;
-    size_t column_count;
-    double last_shown;
-};
-
-static void show_progress(void *context, size_t done, size_t total)
-{
-    struct progress_line *line = context;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double seconds = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-    if (done < total && seconds - line->last_shown < 0.1)
-        return;
-    line->last_shown = seconds;
-    fprintf(stderr, "\r\033[Kgpucache replay: configuration %zu/%zu (%s): %3.0f%%",
-            line->column + 1, line->column_count, line->label,
-            total ? 100.0 * (double)done / (double)total : 100.0);
-}
-
 /* Why the replay cannot run `config`, or NULL: both of these bypass the
  * caching allocator, and the replay has nothing else to simulate. */
 static const char *unsupported_reason(const struct gpucache_config *config)
@@ -218,54 +194,6 @@ static int parse_configurations(const struct options *options, struct gpucache_c
         columns[index].label = *text ? text : "default";
     }
     return 0;
-}
-
-static bool allocate_timeline(struct replay_timeline *timeline, size_t event_count)
-{
-    size_t slices = event_count < SVG_SLICES ? (event_count ? event_count : 1) : SVG_SLICES;
-    *timeline = (struct replay_timeline){
-        .bucket_count = slices,
-        .allocated = calloc(slices, sizeof *timeline->allocated),
-        .reserved = calloc(slices, sizeof *timeline->reserved),
-    };
-    return timeline->allocated && timeline->reserved;
-}
-
-static int run_columns(const struct options *options, const struct replay_trace *trace,
-                       const struct gpucache_config *configs, struct replay_column *columns,
-                       size_t count)
-{
-    bool terminal = isatty(STDERR_FILENO);
-    for (size_t index = 0; index < count; index++) {
-        struct progress_line line = {.label = columns[index].label,
-                                     .column = index,
-                                     .column_count = count,
-                                     .last_shown = -1};
-        struct replay_progress progress = {.report = show_progress, .context = &line};
-        const struct replay_progress *shown = terminal ? &progress : NULL;
-        struct replay_timeline *timeline = options->svg_path ? &columns[index].timeline : NULL;
-        if (timeline && !allocate_timeline(timeline, trace->event_count))
-            goto out_of_memory;
-        struct replay_observers observers = {
-            .progress = shown, .timeline = timeline, .final_state = true};
-        if (!replay_run(trace, &configs[index], options->device_memory, &observers,
-                        &columns[index].outcome))
-            goto out_of_memory;
-        if (options->min_device) {
-            columns[index].searched = true;
-            if (!replay_find_smallest_device(trace, &configs[index], options->device_memory, shown,
-                                             &columns[index].smallest_device))
-                goto out_of_memory;
-        }
-    }
-    if (terminal)
-        fputs("\r\033[K", stderr);
-    return 0;
-out_of_memory:
-    if (terminal)
-        fputs("\r\033[K", stderr);
-    fprintf(stderr, "gpucache replay: out of host memory for the simulated allocator\n");
-    return 1;
 }
 
 int command_replay(int argc, char **argv)
@@ -302,9 +230,17 @@ int command_replay(int argc, char **argv)
         status = EXIT_USAGE;
         goto done;
     }
-    status = run_columns(&options, &trace, configs, columns, count);
-    if (status != 0)
+    struct column_run_options run_options = {
+        .device_memory = options.device_memory,
+        .min_device = options.min_device,
+        .timelines = options.svg_path != NULL,
+        .progress = isatty(STDERR_FILENO),
+    };
+    if (!run_columns(&trace, configs, columns, count, &run_options)) {
+        fprintf(stderr, "gpucache replay: out of host memory for the simulated allocators\n");
+        status = 1;
         goto done;
+    }
     struct replay_report report = {
         .trace_path = options.trace_path,
         .trace = &trace,
