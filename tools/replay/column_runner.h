@@ -18,7 +18,6 @@ struct column_run_options {
     bool min_device; /* also search the smallest device */
     bool timelines;  /* record the curves --svg draws */
     bool progress;   /* show progress on stderr (a terminal) */
-    size_t threads;  /* at most this many at once; 0: one per processor */
 };
 
 /* Fills columns[i] from configs[i] for every i < count. False only when host
