@@ -125,8 +125,7 @@ bool run_columns(const struct replay_trace *trace, const struct gpucache_config 
         run.board = &board;
     }
     long processors = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t threads =
-        options->threads ? options->threads : (processors > 0 ? (size_t)processors : 1);
+    size_t threads = processors > 0 ? (size_t)processors : 1;
     threads = threads < count ? threads : count;
     pthread_t *helpers = calloc(threads ? threads : 1, sizeof *helpers);
     size_t started = 0;
