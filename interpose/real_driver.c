@@ -105,26 +105,16 @@ static struct entry_point entry_points[] = {
 
 #define ENTRY_POINT_COUNT (sizeof entry_points / sizeof entry_points[0])
 
-static dlsym_function real_dlsym_pointer;
-
-dlsym_function real_dlsym_get(void)
+/* True for the library's own hooks. A driver whose resolver hands out
+ * addresses bound through its own PLT returns our exported hooks once we are
+ * preloaded; taking one as "the real function" would make the hook call
+ * itself. */
+static bool is_own_hook(void *function)
 {
-    dlsym_function found = __atomic_load_n(&real_dlsym_pointer, __ATOMIC_ACQUIRE);
-    if (found)
-        return found;
-    /* dlvsym is not hooked, so it cannot come back to us. GLIBC_2.34 is the
-     * current version on x86-64; 2.2.5 and 2.17 are the original ones of
-     * x86-64 and aarch64. */
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
-    for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !found; i++)
-        found = (dlsym_function)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-    if (!found) {
-        gpucache_log("cannot find the C library's dlsym (dlvsym failed for GLIBC_2.34, "
-                     "GLIBC_2.2.5 and GLIBC_2.17); CUDA cannot be intercepted");
-        return NULL;
-    }
-    __atomic_store_n(&real_dlsym_pointer, found, __ATOMIC_RELEASE);
-    return found;
+    for (size_t i = 0; i < ENTRY_POINT_COUNT; i++)
+        if (entry_points[i].hook && entry_points[i].hook == function)
+            return true;
+    return false;
 }
 
 static void resolve_entry_points(void *handle, dlsym_function real_dlsym)
@@ -143,7 +133,7 @@ static void resolve_entry_points(void *handle, dlsym_function real_dlsym)
         if (real.get_proc_address_v2 &&
             real.get_proc_address_v2(entry->base_name, &resolved, entry->version, entry->flags,
                                      &status) == CUDA_SUCCESS &&
-            status == CU_GET_PROC_ADDRESS_SUCCESS && resolved)
+            status == CU_GET_PROC_ADDRESS_SUCCESS && resolved && !is_own_hook(resolved))
             *entry->real_slot = resolved;
         else if (!*entry->real_slot)
             *entry->real_slot = entry->exported_address;

@@ -10,28 +10,51 @@
 
 #include "test_support.h"
 
-/* The driver's own cuMemAlloc_v2, reached past every hook: dlvsym is not
- * hooked, and it accepts any version for an unversioned library. */
-static PFN_cuMemAlloc_v3020 driver_allocation_function(void)
+/* Memory the library never saw: allocated by a library opened with
+ * RTLD_DEEPBIND (see foreign_allocator.c). Sanitizer runtimes refuse
+ * RTLD_DEEPBIND, so sanitizer builds skip this part. */
+static void free_memory_the_library_never_saw(const char *helper)
 {
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    CHECK(driver != NULL, "libcuda.so.1 not loaded");
-    void *function = dlvsym(driver, "cuMemAlloc_v2", "libcuda.so.1");
-    CHECK(function != NULL, "dlvsym found no cuMemAlloc_v2: %s", dlerror());
-    return (PFN_cuMemAlloc_v3020)function;
-}
-
-int main(void)
-{
-    CHECK_CUDA(cudaFree(0));
-
-    /* Allocated by the driver itself: the library has never seen it. */
-    CUdeviceptr unseen = 0;
-    CHECK_CUDA(driver_allocation_function()(&unseen, 1 << 20));
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)helper;
+#else
+    void *library = dlopen(helper, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    CHECK(library != NULL, "dlopen %s: %s", helper, dlerror());
+    unsigned long long (*allocate)(size_t) =
+        (unsigned long long (*)(size_t))dlsym(library, "allocate_behind_the_library");
+    CHECK(allocate != NULL, "no allocate_behind_the_library");
+    unsigned long long allocs_before = simulated_driver_calls("cuMemAlloc_v2");
+    CUdeviceptr unseen = allocate(1 << 20);
+    CHECK(unseen != 0, "the driver did not allocate");
+    CHECK(simulated_driver_calls("cuMemAlloc_v2") == allocs_before + 1,
+          "the helper did not reach the driver");
     unsigned long long frees_before = simulated_driver_calls("cuMemFree_v2");
     CHECK_CUDA(cudaFree((void *)unseen));
     CHECK(simulated_driver_calls("cuMemFree_v2") == frees_before + 1,
           "the unseen pointer was not freed by the driver");
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc == 2, "usage: foreign_pointers PATH_OF_FOREIGN_ALLOCATOR_LIBRARY");
+    CHECK_CUDA(cudaFree(0));
+    free_memory_the_library_never_saw(argv[1]);
+
+    /* From an explicit pool: never cached, freed by the driver. */
+    void *get_default_pool = NULL;
+    enum cudaDriverEntryPointQueryResult status;
+    CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuDeviceGetDefaultMemPool", &get_default_pool,
+                                                11020, cudaEnableDefault, &status));
+    CUmemoryPool pool;
+    CHECK_CUDA(((PFN_cuDeviceGetDefaultMemPool_v11020)get_default_pool)(&pool, 0));
+    void *from_pool = NULL;
+    CHECK_CUDA(cudaMallocFromPoolAsync(&from_pool, 1 << 16, (cudaMemPool_t)pool, 0));
+    CHECK_CUDA(cudaStreamSynchronize(0));
+    unsigned long long frees_before = simulated_driver_calls("cuMemFree_v2");
+    CHECK_CUDA(cudaFree(from_pool));
+    CHECK(simulated_driver_calls("cuMemFree_v2") == frees_before + 1,
+          "the pool allocation was not freed by the driver");
 
     void *managed = NULL;
     CHECK_CUDA(cudaMallocManaged(&managed, 1 << 20, cudaMemAttachGlobal));

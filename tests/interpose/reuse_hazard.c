@@ -10,14 +10,18 @@
  *   reuse_hazard relaxed  cudaFree under reuse:relaxed, which gives this
  *                         safety up: the block is handed out again at once
  *                         and the late write lands in the new owner's data.
- *                         The test asserts that, documenting the trade. */
+ *                         The test asserts that, documenting the trade.
+ * A second argument "tight" uses 16 MiB blocks on a device too small for two
+ * (GPUSIM_MEMORY=24MiB): the cache cannot grow and must hand out the same
+ * block, so the test checks it waited for the late write first. */
 #include <cuda_runtime_api.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "test_support.h"
 
-#define BLOCK_SIZE (4u << 20)
+static size_t BLOCK_SIZE = 4u << 20;
+static bool tight;
 #define DELAY_MICROSECONDS 200000
 
 static void CUDART_CB delay_stream(void *unused)
@@ -63,9 +67,10 @@ static void synchronous_free(bool relaxed)
         printf("reuse:relaxed: block reused at once, the late write corrupted it (as "
                "documented)\n");
     } else {
-        CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %u bytes "
+        CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes "
                                     "intact (first %p, second %p)",
               intact, BLOCK_SIZE, first, second);
+        CHECK(!tight || second == first, "no room for another block, yet it was not reused");
         printf("cudaFree: the new owner (%s block) never saw the late write\n",
                second == first ? "same" : "another");
     }
@@ -92,9 +97,10 @@ static void stream_ordered_free(void)
     CHECK_CUDA(cudaStreamSynchronize(late));
 
     size_t intact = count_bytes(second, 0x55);
-    CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %u bytes intact "
+    CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes intact "
                                 "(first %p, second %p)",
           intact, BLOCK_SIZE, first, second);
+    CHECK(!tight || second == first, "no room for another block, yet it was not reused");
     printf("cudaFreeAsync: the new owner (%s block) never saw the late write\n",
            second == first ? "same" : "another");
     CHECK_CUDA(cudaFreeAsync(second, other));
@@ -105,7 +111,11 @@ static void stream_ordered_free(void)
 
 int main(int argc, char **argv)
 {
-    CHECK(argc == 2, "usage: reuse_hazard free|async|relaxed");
+    CHECK(argc == 2 || (argc == 3 && strcmp(argv[2], "tight") == 0),
+          "usage: reuse_hazard free|async|relaxed [tight]");
+    tight = argc == 3;
+    if (tight)
+        BLOCK_SIZE = 16u << 20;
     CHECK_CUDA(cudaFree(0));
     if (strcmp(argv[1], "free") == 0)
         synchronous_free(false);

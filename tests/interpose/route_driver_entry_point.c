@@ -15,7 +15,11 @@ int main(void)
     CHECK_CUDA(cudaFree(0));
     void *by_flags = NULL, *by_version = NULL;
     enum cudaDriverEntryPointQueryResult status;
+    /* Deprecated in CUDA 13, still exported: programs built earlier call it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     CHECK_CUDA(cudaGetDriverEntryPoint("cuMemAlloc", &by_flags, cudaEnableDefault, &status));
+#pragma GCC diagnostic pop
     CHECK(status == cudaDriverEntryPointSuccess, "status %d", (int)status);
     CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuMemAlloc", &by_version, 3020,
                                                 cudaEnableDefault, &status));

@@ -5,6 +5,7 @@
 #define GPUCACHE_TEST_SUPPORT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
