@@ -35,6 +35,10 @@ struct device_state {
 
     unsigned pool_generation_checked; /* atomic */
     bool default_pool_current;        /* atomic */
+
+    /* The statistics of the last allocator forgotten with its context. */
+    bool has_retired_stats;
+    struct gpucache_stats retired_stats;
 };
 
 static struct device_state devices[GPUCACHE_MAX_DEVICES];
@@ -196,6 +200,8 @@ void device_forget(int device)
         /* The driver already freed the memory, the events and the streams
          * together with the context: forget them without a call. */
         struct gpucache_allocator *abandoned = state->allocator;
+        gpucache_allocator_get_stats(abandoned, &state->retired_stats);
+        state->has_retired_stats = true;
         __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
         __atomic_store_n(&state->allocator, NULL, __ATOMIC_RELEASE);
         gpucache_allocator_abandon(abandoned);
@@ -375,4 +381,17 @@ bool device_uses_default_pool(const struct real_driver *driver, int device)
     __atomic_store_n(&state->default_pool_current, is_default, __ATOMIC_RELEASE);
     __atomic_store_n(&state->pool_generation_checked, generation, __ATOMIC_RELEASE);
     return is_default;
+}
+
+bool device_retired_stats(int device, struct gpucache_stats *stats)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return false;
+    pthread_mutex_lock(&state->lock);
+    bool found = state->has_retired_stats;
+    if (found)
+        *stats = state->retired_stats;
+    pthread_mutex_unlock(&state->lock);
+    return found;
 }

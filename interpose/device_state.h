@@ -47,6 +47,10 @@ struct gpucache_allocator *device_allocator_owning(uint64_t address, int *device
 void device_forget(int device);
 void device_forget_context(CUcontext context);
 
+/* The statistics the device's allocator had when its context was last
+ * forgotten; false if it never was. */
+bool device_retired_stats(int device, struct gpucache_stats *stats);
+
 /* Live-stream registry. */
 void device_stream_created(int device, CUstream stream, bool non_blocking);
 /* Removes the stream; returns its device, or -1 if it was not registered. */

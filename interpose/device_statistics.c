@@ -1,6 +1,7 @@
 /* gpucache_device_stats: the statistics of one device in PyTorch's names,
- * from the caching allocator, or from the counts kept by the pass-through
- * and driver-pool modes. */
+ * from the caching allocator (the live one, or the last one whose context
+ * was destroyed), or from the counts kept by the pass-through and
+ * driver-pool modes. */
 #include <string.h>
 
 #include "device_state.h"
@@ -15,6 +16,8 @@ int gpucache_device_stats(int device, struct gpucache_stats *stats)
         gpucache_allocator_get_stats(allocator, stats);
         return 0;
     }
+    if (device_retired_stats(device, stats))
+        return 0;
     struct tracked_totals totals;
     tracked_allocation_totals(device, &totals);
     if (totals.allocations == 0 && totals.failed_allocations == 0)

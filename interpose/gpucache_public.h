@@ -25,7 +25,8 @@ GPUCACHE_PUBLIC void gpucache_free(void *pointer, size_t size, int device, cudaS
 GPUCACHE_PUBLIC void gpucache_empty_cache(void);
 
 /* Fills `stats` for `device` with PyTorch's memory_stats() values (from the
- * cache, or the counts of passthrough:True and backend:cudaMallocAsync).
+ * cache, from the cache as it was when its context was last destroyed, or
+ * from the counts of passthrough:True and backend:cudaMallocAsync).
  * Returns 0, or -1 when the library has not seen the device allocate. */
 GPUCACHE_PUBLIC int gpucache_device_stats(int device, struct gpucache_stats *stats);
 
