@@ -22,10 +22,11 @@ int gpucache_config_from_environment(struct gpucache_config *config,
                                      struct gpucache_config_error *error,
                                      struct gpucache_config_error *warning)
 {
-    const char *values[3];
+    size_t count = sizeof variables / sizeof variables[0];
+    const char *values[sizeof variables / sizeof variables[0]];
     const char *variable = NULL;
     const char *text = NULL;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < count; i++) {
         values[i] = getenv(variables[i]);
         /* Set, even to "", counts: an empty string asks for the defaults. */
         if (text == NULL && values[i] != NULL) {

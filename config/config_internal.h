@@ -53,6 +53,8 @@ struct config_parser {
     struct gpucache_config *config;
     struct gpucache_config_error *error;
     size_t entry_start; /* where the entry being parsed begins */
+    size_t previous_entry_start;
+    bool previous_entry_was_path; /* a ',' inside it would end it early */
     /* Where each key's entry was, for errors that only show once every key
      * has been read (max_split_size_mb against large_segment_size_mb). */
     size_t key_entry_start[GPUCACHE_KEY_COUNT];
@@ -123,6 +125,10 @@ int config_parse_signal(struct config_parser *parser,
 /* Checks between keys once all are read (minimums that depend on
  * large_segment_size_mb, snapshot_signal needing snapshot). */
 int config_check_consistency(struct config_parser *parser);
+
+/* Length of the UTF-8 sequence starting at `text`, or 0 if it is invalid
+ * (overlong forms, surrogates and code points above U+10FFFF included). */
+size_t config_utf8_sequence_length(const unsigned char *text);
 
 /* The C locale, for number parsing and printing that must not follow the
  * program's locale. glibc returns a static object for "C": no allocation. */

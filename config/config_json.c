@@ -75,12 +75,13 @@ static void emit_reserve(struct json_writer *writer, const struct gpucache_reser
     }
 }
 
-static void emit_path(struct json_writer *writer, const char *path)
+/* Unset text (paths, the signal, the variable) is written as null. */
+static void emit_optional_string(struct json_writer *writer, const char *text)
 {
-    if (path[0] == '\0')
+    if (text[0] == '\0')
         emit(writer, "null");
     else
-        emit_string(writer, path);
+        emit_string(writer, text);
 }
 
 static void emit_roundup_table(struct json_writer *writer, const uint32_t *divisions)
@@ -148,14 +149,14 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
     case GPUCACHE_KEY_REUSE: emit(writer, "\"%s\"", reuse_name(config->reuse)); break;
     case GPUCACHE_KEY_PASSTHROUGH: emit(writer, "%s", config->passthrough ? "true" : "false"); break;
     case GPUCACHE_KEY_MEMINFO: emit(writer, "\"%s\"", config->meminfo == GPUCACHE_MEMINFO_RAW ? "raw" : "cache_as_free"); break;
-    case GPUCACHE_KEY_REPORT: emit_path(writer, config->report_path); break;
-    case GPUCACHE_KEY_SUMMARY: emit_path(writer, config->summary_path); break;
-    case GPUCACHE_KEY_TRACE: emit_path(writer, config->trace_path); break;
-    case GPUCACHE_KEY_TRACE_CSV: emit_path(writer, config->trace_csv_path); break;
-    case GPUCACHE_KEY_SNAPSHOT: emit_path(writer, config->snapshot_path); break;
+    case GPUCACHE_KEY_REPORT: emit_optional_string(writer, config->report_path); break;
+    case GPUCACHE_KEY_SUMMARY: emit_optional_string(writer, config->summary_path); break;
+    case GPUCACHE_KEY_TRACE: emit_optional_string(writer, config->trace_path); break;
+    case GPUCACHE_KEY_TRACE_CSV: emit_optional_string(writer, config->trace_csv_path); break;
+    case GPUCACHE_KEY_SNAPSHOT: emit_optional_string(writer, config->snapshot_path); break;
     case GPUCACHE_KEY_SNAPSHOT_SIGNAL:
         gpucache_config_signal_name(config->snapshot_signal, signal, sizeof signal);
-        emit_path(writer, signal);
+        emit_optional_string(writer, signal);
         break;
     default: emit(writer, "null"); break;
     }
@@ -168,7 +169,7 @@ size_t gpucache_config_to_json(const struct gpucache_config *config,
     if (capacity > 0)
         out[0] = '\0';
     emit(&writer, "{\n  \"variable\": ");
-    emit_path(&writer, config->source_variable != NULL ? config->source_variable : "");
+    emit_optional_string(&writer, config->source_variable != NULL ? config->source_variable : "");
     emit(&writer, ",\n  \"keys\": {\n");
     for (int index = 0; index < GPUCACHE_KEY_COUNT; index++) {
         enum gpucache_config_key key = (enum gpucache_config_key)index;

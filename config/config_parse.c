@@ -30,9 +30,9 @@ size_t config_entry_end(const char *text, size_t start)
 }
 
 static size_t write_excerpt_character(char *out, size_t capacity, size_t used,
-                                      unsigned char c)
+                                      unsigned char c, bool escape)
 {
-    int written = (c < 0x20 || c == 0x7f)
+    int written = escape
                       ? snprintf(out + used, capacity - used, "\\x%02x", c)
                       : snprintf(out + used, capacity - used, "%c", c);
     if (written < 0 || (size_t)written >= capacity - used)
@@ -45,14 +45,22 @@ static bool is_dropped_whitespace(unsigned char c)
     return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
+/* One character of the excerpt: a whole valid UTF-8 sequence, else a byte. */
+static size_t excerpt_unit_length(const char *text, size_t position, size_t end)
+{
+    size_t length = config_utf8_sequence_length((const unsigned char *)text + position);
+    return length == 0 || position + length > end ? 1 : length;
+}
+
 /* Quotes text[start, end) as the parser saw it: whitespace dropped (so the
- * message stays one line) and control bytes escaped. Long text keeps its
- * beginning, which names the key, and its end, where the fault usually is. */
+ * message stays one line), control bytes and bytes that are not UTF-8
+ * escaped. Long text keeps its beginning, which names the key, and its end,
+ * where the fault usually is. */
 static void write_excerpt(char *out, size_t capacity, const char *text,
                           size_t start, size_t end)
 {
     size_t visible = 0;
-    for (size_t i = start; i < end && text[i] != '\0'; i++)
+    for (size_t i = start; i < end && text[i] != '\0'; i += excerpt_unit_length(text, i, end))
         visible += !is_dropped_whitespace((unsigned char)text[i]);
 
     size_t head = visible, tail_from = visible;
@@ -62,15 +70,19 @@ static void write_excerpt(char *out, size_t capacity, const char *text,
     }
     size_t used = 0, index = 0;
     out[0] = '\0';
-    for (size_t i = start; i < end && text[i] != '\0'; i++) {
+    for (size_t i = start; i < end && text[i] != '\0';) {
+        size_t length = excerpt_unit_length(text, i, end);
         unsigned char c = (unsigned char)text[i];
-        if (is_dropped_whitespace(c))
-            continue;
-        if (index == head && head != tail_from)
-            used += (size_t)snprintf(out + used, capacity - used, "...");
-        if (index < head || index >= tail_from)
-            used = write_excerpt_character(out, capacity, used, c);
-        index++;
+        if (!is_dropped_whitespace(c)) {
+            if (index == head && head != tail_from)
+                used += (size_t)snprintf(out + used, capacity - used, "...");
+            bool escape = c < 0x20 || c == 0x7f || (c >= 0x80 && length == 1);
+            for (size_t k = 0; k < length && (index < head || index >= tail_from); k++)
+                used = write_excerpt_character(out, capacity, used,
+                                               (unsigned char)text[i + k], escape);
+            index++;
+        }
+        i += length;
     }
 }
 
@@ -178,6 +190,14 @@ static int parse_entry(struct config_parser *parser)
 
     const struct config_key_descriptor *key =
         token->truncated ? NULL : config_find_key(token->word);
+    if (key == NULL && parser->previous_entry_was_path &&
+        config_next(parser) != TOKEN_COLON) {
+        /* "report:/tmp/a,b.json": the ',' ended the path. */
+        return config_fail_span(parser, parser->previous_entry_start,
+                                config_entry_end(parser->text, start),
+                                "',' in a path",
+                                "a path without , : [ or ], which separate the configuration");
+    }
     if (key == NULL) {
         char keys[768];
         append_key_list(keys, sizeof keys);
@@ -194,6 +214,8 @@ static int parse_entry(struct config_parser *parser)
         return -1;
     parser->config->key_from_string[key->key] = true;
     parser->key_entry_start[key->key] = start;
+    parser->previous_entry_was_path = key->parse == config_parse_path;
+    parser->previous_entry_start = start;
     return 0;
 }
 
@@ -215,18 +237,16 @@ int gpucache_config_parse(const char *variable, const char *text,
     parser.error->message[0] = '\0';
     config_tokenizer_init(&parser.tokenizer, parser.text);
 
-    size_t previous_entry_start = 0;
     if (config_next(&parser) != TOKEN_END) {
         for (;;) {
             if (parser.token.kind != TOKEN_WORD)
-                return fail_empty_key(&parser, previous_entry_start);
+                return fail_empty_key(&parser, parser.previous_entry_start);
             if (parse_entry(&parser) != 0)
                 return -1;
             if (parser.token.kind == TOKEN_END)
                 break;
             if (parser.token.kind != TOKEN_COMMA)
                 return fail_after_value(&parser);
-            previous_entry_start = parser.entry_start;
             config_next(&parser);
         }
     }

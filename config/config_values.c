@@ -88,12 +88,12 @@ static enum number_status parse_decimal(const char *word, double *value)
     }
     if (*c != '\0')
         return NUMBER_NOT_A_NUMBER;
+    if (negative)
+        return NUMBER_NEGATIVE;
     char *end = NULL;
-    double result = strtod_l(negative ? word + 1 : word, &end, config_c_locale());
+    double result = strtod_l(word, &end, config_c_locale());
     if (end == NULL || *end != '\0')
         return NUMBER_NOT_A_NUMBER;
-    if (negative && result != 0.0)
-        return NUMBER_NEGATIVE;
     if (!isfinite(result))
         return NUMBER_OVERFLOW;
     *value = result;
@@ -534,8 +534,7 @@ int config_parse_reserve_by_class(struct config_parser *parser,
     return parse_list(parser, key, parse_reserve_class_item, NULL);
 }
 
-/* Length of the UTF-8 sequence starting at `text`, or 0 if it is invalid. */
-static size_t utf8_sequence_length(const unsigned char *text)
+size_t config_utf8_sequence_length(const unsigned char *text)
 {
     unsigned char lead = text[0];
     size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2
@@ -561,7 +560,7 @@ static const char *path_problem(const char *path)
     for (const unsigned char *c = (const unsigned char *)path; *c != '\0';) {
         if (*c < 0x20 || *c == 0x7f)
             return "control character in the path";
-        size_t length = utf8_sequence_length(c);
+        size_t length = config_utf8_sequence_length(c);
         if (length == 0)
             return "path is not UTF-8";
         if (*c == '%') {

@@ -1,6 +1,7 @@
 /* The effective configuration: parsed once from GPUCACHE_ALLOC_CONF (or
  * PyTorch's variables) when the library loads, immutable afterwards. Every
- * other module reads this struct and never the environment. */
+ * other module reads this struct and never the environment. The keys, their
+ * values and the errors are described in config/README.md. */
 #ifndef GPUCACHE_CONFIG_H
 #define GPUCACHE_CONFIG_H
 
@@ -134,15 +135,17 @@ struct gpucache_config {
 /* A parse failure or a warning: the one line the library prints, without
  * the newline. Large enough for the longest "expected" list (every key). */
 struct gpucache_config_error {
-    char message[1024];
+    char message[1280];
 };
 
 /* Fills `config` with the defaults PyTorch uses when no variable is set. */
 void gpucache_config_defaults(struct gpucache_config *config);
 
-/* Parses `text` (the variable's value, named `variable` in messages) on top of
- * the defaults. Returns 0, or -1 with `error` holding the full one-line
- * message `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
+/* Parses `text` (the variable's value, named `variable` in messages; NULL
+ * means GPUCACHE_ALLOC_CONF) on top of the defaults, keeping `config`'s
+ * source_variable. Returns 0, or -1 with `config` untouched and `error`
+ * holding the full one-line message
+ * `gpucache: <variable>: <what> in '<text>' (expected <accepted>)`. */
 int gpucache_config_parse(const char *variable, const char *text,
                           struct gpucache_config *config,
                           struct gpucache_config_error *error);
