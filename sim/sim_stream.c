@@ -236,13 +236,16 @@ static bool has_pending_work(struct sim_stream *stream, unsigned long long *last
     return pending;
 }
 
-static void append(struct sim_stream *stream, struct sim_work *work)
+/* Queues `work`, which the worker frees once done; returns its sequence. */
+static unsigned long long append(struct sim_stream *stream, struct sim_work *work)
 {
     pthread_mutex_lock(&stream->mutex);
-    work->sequence = ++stream->submitted;
+    unsigned long long sequence = ++stream->submitted;
+    work->sequence = sequence;
     TAILQ_INSERT_TAIL(&stream->queue, work, link);
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
+    return sequence;
 }
 
 static void append_wait(struct sim_stream *stream, struct sim_stream *target,
@@ -310,8 +313,9 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
         return CUDA_SUCCESS;
     }
     CUresult result = add_implicit_waits(stream);
+    unsigned long long queued = 0;
     if (result == CUDA_SUCCESS)
-        append(stream, copy);
+        queued = append(stream, copy);
     sim_unlock();
     pthread_mutex_unlock(&context->submit_lock);
     if (result != CUDA_SUCCESS) {
@@ -319,7 +323,7 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
         return result;
     }
     if (sequence != NULL)
-        *sequence = copy->sequence;
+        *sequence = queued;
     return CUDA_SUCCESS;
 }
 

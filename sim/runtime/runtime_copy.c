@@ -19,8 +19,9 @@ static int copy_kind_is_valid(enum cudaMemcpyKind kind)
            kind == cudaMemcpyDefault;
 }
 
-cudaError_t sim_runtime_memcpy(void *destination, const void *source, size_t count,
-                               enum cudaMemcpyKind kind, enum sim_runtime_default_stream default_stream)
+/* One linear copy; a NULL stream means the synchronous driver call. */
+static cudaError_t copy_linear(void *destination, const void *source, size_t count, enum cudaMemcpyKind kind,
+                               const cudaStream_t *stream, enum sim_runtime_default_stream default_stream)
 {
     SIM_RUNTIME_BIND_OR_RETURN();
     if (!copy_kind_is_valid(kind))
@@ -28,44 +29,34 @@ cudaError_t sim_runtime_memcpy(void *destination, const void *source, size_t cou
     if (count == 0)
         return cudaSuccess;
     const struct sim_runtime_stream_entry_points *calls = sim_runtime_stream_entry_points(default_stream);
+    CUdeviceptr to = device_address(destination), from = device_address(source);
     switch (kind) {
     case cudaMemcpyHostToDevice:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyHtoD, device_address(destination), source, count);
+        return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemcpyHtoDAsync, to, source, count, *stream)
+                              : SIM_RUNTIME_CALL(calls->cuMemcpyHtoD, to, source, count);
     case cudaMemcpyDeviceToHost:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyDtoH, destination, device_address(source), count);
+        return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemcpyDtoHAsync, destination, from, count, *stream)
+                              : SIM_RUNTIME_CALL(calls->cuMemcpyDtoH, destination, from, count);
     case cudaMemcpyDeviceToDevice:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyDtoD, device_address(destination),
-                                device_address(source), count);
+        return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemcpyDtoDAsync, to, from, count, *stream)
+                              : SIM_RUNTIME_CALL(calls->cuMemcpyDtoD, to, from, count);
     default:
-        return SIM_RUNTIME_CALL(calls->cuMemcpy, device_address(destination), device_address(source),
-                                count);
+        return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemcpyAsync, to, from, count, *stream)
+                              : SIM_RUNTIME_CALL(calls->cuMemcpy, to, from, count);
     }
+}
+
+cudaError_t sim_runtime_memcpy(void *destination, const void *source, size_t count,
+                               enum cudaMemcpyKind kind, enum sim_runtime_default_stream default_stream)
+{
+    return copy_linear(destination, source, count, kind, NULL, default_stream);
 }
 
 cudaError_t sim_runtime_memcpy_async(void *destination, const void *source, size_t count,
                                      enum cudaMemcpyKind kind, cudaStream_t stream,
                                      enum sim_runtime_default_stream default_stream)
 {
-    SIM_RUNTIME_BIND_OR_RETURN();
-    if (!copy_kind_is_valid(kind))
-        return sim_runtime_record(cudaErrorInvalidMemcpyDirection);
-    if (count == 0)
-        return cudaSuccess;
-    const struct sim_runtime_stream_entry_points *calls = sim_runtime_stream_entry_points(default_stream);
-    switch (kind) {
-    case cudaMemcpyHostToDevice:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyHtoDAsync, device_address(destination), source, count,
-                                stream);
-    case cudaMemcpyDeviceToHost:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyDtoHAsync, destination, device_address(source), count,
-                                stream);
-    case cudaMemcpyDeviceToDevice:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyDtoDAsync, device_address(destination),
-                                device_address(source), count, stream);
-    default:
-        return SIM_RUNTIME_CALL(calls->cuMemcpyAsync, device_address(destination),
-                                device_address(source), count, stream);
-    }
+    return copy_linear(destination, source, count, kind, &stream, default_stream);
 }
 
 /* Fills one side of a 2D copy descriptor from a pointer and the copy kind. */
@@ -109,9 +100,10 @@ static cudaError_t describe_2d_copy(CUDA_MEMCPY2D *copy, void *destination, size
     return cudaSuccess;
 }
 
-cudaError_t sim_runtime_memcpy_2d(void *destination, size_t destination_pitch, const void *source,
-                                  size_t source_pitch, size_t width, size_t height,
-                                  enum cudaMemcpyKind kind, enum sim_runtime_default_stream default_stream)
+/* One 2D copy; a NULL stream means the synchronous driver call. */
+static cudaError_t copy_2d(void *destination, size_t destination_pitch, const void *source, size_t source_pitch,
+                           size_t width, size_t height, enum cudaMemcpyKind kind, const cudaStream_t *stream,
+                           enum sim_runtime_default_stream default_stream)
 {
     SIM_RUNTIME_BIND_OR_RETURN();
     CUDA_MEMCPY2D copy;
@@ -121,7 +113,17 @@ cudaError_t sim_runtime_memcpy_2d(void *destination, size_t destination_pitch, c
         return sim_runtime_record(status);
     if (width == 0 || height == 0)
         return cudaSuccess;
-    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuMemcpy2DUnaligned, &copy);
+    const struct sim_runtime_stream_entry_points *calls = sim_runtime_stream_entry_points(default_stream);
+    return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemcpy2DAsync, &copy, *stream)
+                          : SIM_RUNTIME_CALL(calls->cuMemcpy2DUnaligned, &copy);
+}
+
+cudaError_t sim_runtime_memcpy_2d(void *destination, size_t destination_pitch, const void *source,
+                                  size_t source_pitch, size_t width, size_t height,
+                                  enum cudaMemcpyKind kind, enum sim_runtime_default_stream default_stream)
+{
+    return copy_2d(destination, destination_pitch, source, source_pitch, width, height, kind, NULL,
+                   default_stream);
 }
 
 cudaError_t sim_runtime_memcpy_2d_async(void *destination, size_t destination_pitch,
@@ -129,36 +131,33 @@ cudaError_t sim_runtime_memcpy_2d_async(void *destination, size_t destination_pi
                                         size_t height, enum cudaMemcpyKind kind, cudaStream_t stream,
                                         enum sim_runtime_default_stream default_stream)
 {
+    return copy_2d(destination, destination_pitch, source, source_pitch, width, height, kind, &stream,
+                   default_stream);
+}
+
+/* One fill; a NULL stream means the synchronous driver call. */
+static cudaError_t fill(void *destination, int value, size_t count, const cudaStream_t *stream,
+                        enum sim_runtime_default_stream default_stream)
+{
     SIM_RUNTIME_BIND_OR_RETURN();
-    CUDA_MEMCPY2D copy;
-    cudaError_t status = describe_2d_copy(&copy, destination, destination_pitch, source, source_pitch,
-                                          width, height, kind);
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
-    if (width == 0 || height == 0)
+    if (count == 0)
         return cudaSuccess;
-    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuMemcpy2DAsync, &copy,
-                            stream);
+    const struct sim_runtime_stream_entry_points *calls = sim_runtime_stream_entry_points(default_stream);
+    CUdeviceptr to = device_address(destination);
+    return stream != NULL ? SIM_RUNTIME_CALL(calls->cuMemsetD8Async, to, (unsigned char)value, count, *stream)
+                          : SIM_RUNTIME_CALL(calls->cuMemsetD8, to, (unsigned char)value, count);
 }
 
 cudaError_t sim_runtime_memset(void *destination, int value, size_t count,
                                enum sim_runtime_default_stream default_stream)
 {
-    SIM_RUNTIME_BIND_OR_RETURN();
-    if (count == 0)
-        return cudaSuccess;
-    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuMemsetD8,
-                            device_address(destination), (unsigned char)value, count);
+    return fill(destination, value, count, NULL, default_stream);
 }
 
 cudaError_t sim_runtime_memset_async(void *destination, int value, size_t count, cudaStream_t stream,
                                      enum sim_runtime_default_stream default_stream)
 {
-    SIM_RUNTIME_BIND_OR_RETURN();
-    if (count == 0)
-        return cudaSuccess;
-    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuMemsetD8Async,
-                            device_address(destination), (unsigned char)value, count, stream);
+    return fill(destination, value, count, &stream, default_stream);
 }
 
 cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)

@@ -57,6 +57,8 @@ static const struct entry_point_request driver_requests[] = {
     REQUEST(cuIpcGetMemHandle, 4010),
     REQUEST(cuIpcOpenMemHandle, 11000),
     REQUEST(cuIpcCloseMemHandle, 4010),
+    REQUEST(cuGraphDestroy, 10000),
+    REQUEST(cuThreadExchangeStreamCaptureMode, 10010),
 };
 
 struct stream_entry_point_request {

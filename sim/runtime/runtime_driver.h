@@ -88,6 +88,8 @@ struct sim_runtime_driver {
     PFN_cuEventSynchronize_v2000 cuEventSynchronize;
     PFN_cuEventDestroy_v4000 cuEventDestroy;
     PFN_cuEventElapsedTime_v12080 cuEventElapsedTime;
+    PFN_cuThreadExchangeStreamCaptureMode_v10010 cuThreadExchangeStreamCaptureMode;
+    PFN_cuGraphDestroy_v10000 cuGraphDestroy;
 
     struct sim_runtime_stream_entry_points legacy;
     struct sim_runtime_stream_entry_points per_thread;

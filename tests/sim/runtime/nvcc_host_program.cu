@@ -12,14 +12,8 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t status_ = (call);                                                              \
-        if (status_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(status_));                  \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "program_check.h"
+
 
 static int loaded_from(const char *expected_directory)
 {

@@ -8,15 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t status_ = (call);                                                              \
-        if (status_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s failed: %s (%s)\n", #call, cudaGetErrorName(status_),              \
-                    cudaGetErrorString(status_));                                                  \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "program_check.h"
+
 
 int main(void)
 {

@@ -39,6 +39,17 @@ static inline void *driver_symbol(const char *exact_name)
     return symbol;
 }
 
+/* Skips the test when the loaded driver does not export `exact_name`: the
+ * runtime then fails the call with cudaErrorNotSupported, and there is no
+ * behaviour of the runtime left to check. */
+static inline void skip_unless_driver_exports(const char *exact_name)
+{
+    void *handle = dlopen("libcuda.so.1", RTLD_NOW);
+    cr_assert_not_null(handle, "libcuda.so.1 not loadable: %s", dlerror());
+    if (dlsym(handle, exact_name) == NULL)
+        cr_skip_test("the driver does not provide %s", exact_name);
+}
+
 /* Calls to an exported driver entry point so far, from the sim's own count. */
 static inline unsigned long long driver_call_count(const char *exact_name)
 {

@@ -35,6 +35,17 @@ Test(runtime_memory, device_memory_round_trips_through_copies_and_fills)
     free(back);
 }
 
+Test(runtime_memory, host_to_host_copies_work_synchronously_and_in_stream_order)
+{
+    char source[64], destination[64] = { 0 }, later[64] = { 0 };
+    fill_pattern((unsigned char *)source, sizeof source, 5);
+    assert_cuda_success(cudaMemcpy(destination, source, sizeof source, cudaMemcpyHostToHost));
+    cr_assert_arr_eq(destination, source, sizeof source);
+    assert_cuda_success(cudaMemcpyAsync(later, source, sizeof source, cudaMemcpyHostToHost, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_arr_eq(later, source, sizeof source);
+}
+
 Test(runtime_memory, zero_bytes_give_a_null_pointer_and_success)
 {
     void *pointer = (void *)0x1;
@@ -112,6 +123,7 @@ Test(runtime_memory, managed_memory_is_reachable_from_the_host)
 Test(runtime_memory, pitched_rows_and_2d_copies_keep_each_row)
 {
     enum { width = 100, height = 8 };
+    skip_unless_driver_exports("cuMemcpy2DUnaligned_v2");
     void *pitched = NULL;
     size_t pitch = 0;
     assert_cuda_success(cudaMallocPitch(&pitched, &pitch, width, height));
@@ -159,19 +171,4 @@ Test(runtime_memory, freeing_an_unknown_pointer_fails_and_is_recorded)
     int not_device_memory;
     cr_assert_neq(cudaFree(&not_device_memory), cudaSuccess);
     cr_assert_neq(cudaGetLastError(), cudaSuccess);
-}
-
-Test(runtime_memory, ipc_handles_exist_for_device_allocations_only)
-{
-    void *device_memory = NULL;
-    assert_cuda_success(cudaMalloc(&device_memory, 1 << 20));
-    cudaIpcMemHandle_t handle;
-    memset(&handle, 0, sizeof handle);
-    assert_cuda_success(cudaIpcGetMemHandle(&handle, device_memory));
-    cudaIpcMemHandle_t empty;
-    memset(&empty, 0, sizeof empty);
-    cr_assert(memcmp(&handle, &empty, sizeof handle) != 0, "the handle is all zeros");
-    int host_variable;
-    cr_assert_neq(cudaIpcGetMemHandle(&handle, &host_variable), cudaSuccess);
-    assert_cuda_success(cudaFree(device_memory));
 }
