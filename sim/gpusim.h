@@ -6,7 +6,9 @@
  * memfds counted against the device capacity, and every stream is a worker
  * thread that runs copies, memsets, host functions and event records in
  * order. Kernels cannot run: cuLaunchKernel returns
- * CUDA_ERROR_NO_BINARY_FOR_GPU.
+ * CUDA_ERROR_NO_BINARY_FOR_GPU. CUDA arrays, modules, graphs beyond stream
+ * capture, and entry points not listed by cuGetProcAddress are not
+ * simulated (cuGetProcAddress reports them as not found).
  *
  * Control through the environment, read once at the first cuInit. A bad
  * value prints one line naming the variable, the bad text and what is
@@ -25,7 +27,9 @@
  *                                          probability P (0..1), drawn from a
  *                                          generator seeded with S
  *                         NAME is an exported name (cuMemAlloc_v2) or a base
- *                         name (cuMemAlloc, matching every variant). ERROR is
+ *                         name (cuMemAlloc, matching every variant) of an
+ *                         entry point the simulator implements; any other
+ *                         name is rejected. ERROR is
  *                         oom, invalid, unknown, not_ready, a CUDA_ERROR_* name
  *                         or a number. The default error is
  *                         CUDA_ERROR_OUT_OF_MEMORY for allocation-type calls
@@ -34,7 +38,8 @@
  *                         cuMemHostAlloc, cuMemAllocHost*, cuMemCreate,
  *                         cuMemAddressReserve, cuMemMap, cuMemPoolCreate) and
  *                         CUDA_ERROR_UNKNOWN for the others. A failed call has
- *                         no side effect. Example:
+ *                         no side effect. Rules count calls made after the
+                         first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
  *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
  *                           {"calls": {"cuInit": 1, ...},

@@ -103,7 +103,8 @@ void sim_capture_teardown(struct sim_context *context)
 
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address)
 {
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range =
+        sim_range_new(SIM_RANGE_CAPTURED, stream->context, stream->context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Reserved but inaccessible: the memory exists only while the graph
@@ -118,12 +119,7 @@ CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdevicept
     range->size = size;
     range->mapping = base;
     range->mapping_size = span;
-    range->kind = SIM_RANGE_CAPTURED;
-    range->device = stream->context->device;
-    range->context = stream->context;
     range->graph = stream->capture->graph;
-    range->shared_fd = -1;
-    LIST_INIT(&range->vmm_mappings);
     sim_range_insert(range);
     sim_capture_record_node(stream);
     *address = (CUdeviceptr)range->base;

@@ -80,7 +80,8 @@ static bool parse_rate_rule(char *fields[], int field_count, struct sim_settings
     return true;
 }
 
-static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings)
+static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings,
+                             const char *text)
 {
     if (field_count < 2 || field_count > 3 || settings->fail_rule_count >= SIM_MAX_FAIL_RULES)
         return false;
@@ -91,6 +92,13 @@ static bool parse_named_rule(char *fields[], int field_count, struct sim_setting
     for (size_t i = 0; i < name_length; i++)
         if (!isalnum((unsigned char)fields[0][i]) && fields[0][i] != '_')
             return false;
+    if (!sim_is_entry_point_name(fields[0])) {
+        fprintf(stderr,
+                "gpusim: bad GPUSIM_FAIL value '%s': %s is not a simulated driver entry point "
+                "(expected a name such as cuMemAlloc or cuMemAlloc_v2)\n",
+                text, fields[0]);
+        exit(2);
+    }
     size_t count_length = strlen(fields[1]);
     bool and_later = count_length > 0 && fields[1][count_length - 1] == '+';
     if (and_later)
@@ -131,7 +139,7 @@ static void parse_fail_rules(const char *text, struct sim_settings *settings)
             cursor = colon + 1;
         }
         bool ok = strcmp(fields[0], "rate") == 0 ? parse_rate_rule(fields, field_count, settings)
-                                                 : parse_named_rule(fields, field_count, settings);
+                                                 : parse_named_rule(fields, field_count, settings, text);
         if (!ok)
             reject("GPUSIM_FAIL", text, fail_accepted);
     }

@@ -58,10 +58,10 @@ struct sim_entry_point {
 /* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL. */
 CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 
-#define SIM_ENTRY_(exported_name, klass, needs_init)                                    \
+#define SIM_ENTRY_(exported_name, entry_class_value, needs_init)                                    \
     do {                                                                                \
         static struct sim_entry_point entry_point_ = {.name = exported_name,            \
-                                                      .entry_class = klass};            \
+                                                      .entry_class = entry_class_value};            \
         CUresult entry_result_ = sim_enter(&entry_point_, needs_init);                  \
         if (entry_result_ != CUDA_SUCCESS)                                              \
             return entry_result_;                                                       \
@@ -75,6 +75,10 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 
 /* All entry points called so far (for the stats file). */
 struct sim_entry_point *sim_registered_entry_points(void);
+
+/* True when `name` is a base or exported name of an implemented entry
+ * point (sim_proc_address.c). */
+bool sim_is_entry_point_name(const char *name);
 
 /* ---- environment (sim_environment.c) ------------------------------------ */
 
@@ -121,6 +125,11 @@ struct sim_device {
     size_t physical_bytes;      /* under sim.lock */
     size_t peak_physical_bytes; /* under sim.lock */
     struct sim_context *primary;
+    /* One sparse memfd holds every non-exportable cuMemCreate allocation of
+     * the device, each at its own offset, so thousands of pages do not need
+     * thousands of descriptors. -1 until first used; under sim.lock. */
+    int physical_file;
+    unsigned long long physical_file_end;
     struct sim_pool *default_pool;
     struct sim_pool *current_pool;
 };
@@ -155,8 +164,11 @@ struct sim_context {
     unsigned retain_count; /* primary: cuDevicePrimaryCtxRetain references */
     unsigned flags;
     unsigned long long id;
+    size_t limits[CU_LIMIT_MAX];
+    CUfunc_cache cache_config;
+    unsigned long long peer_devices; /* bit per device with peer access */
     struct sim_stream *legacy_stream;
-    LIST_HEAD(, sim_stream) streams; /* all live streams incl. legacy, per-thread */
+    LIST_HEAD(, sim_stream) streams; /* streams with a worker, incl. legacy and per-thread */
     /* Taken while a work item is queued, so that the implicit waits between
      * the legacy stream and blocking streams see a consistent order. */
     pthread_mutex_t submit_lock;
@@ -233,6 +245,12 @@ struct sim_range {
     LIST_HEAD(, sim_vmm_mapping) vmm_mappings; /* reservations only */
 };
 
+/* A zeroed range of `kind` owned by `context` (may be NULL) on `device`,
+ * with a fresh buffer id and no memfd; NULL when out of memory. Not yet
+ * registered. */
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device);
+
 /* Registry of ranges; call under sim.lock. */
 void sim_range_insert(struct sim_range *range);
 void sim_range_remove(struct sim_range *range);
@@ -277,6 +295,8 @@ enum sim_work_kind {
     SIM_WORK_WAIT,
     SIM_WORK_FREE,
     SIM_WORK_MARKER,
+    SIM_WORK_WAIT_VALUE,
+    SIM_WORK_WRITE_VALUE,
 };
 
 struct sim_work {
@@ -285,9 +305,12 @@ struct sim_work {
     unsigned long long sequence;
     union {
         struct {
-            void *destination;
-            const void *source;
-            size_t bytes;
+            char *destination;
+            const char *source;
+            size_t bytes;              /* per row */
+            size_t height;             /* rows */
+            size_t destination_pitch;  /* bytes between rows */
+            size_t source_pitch;
         } copy;
         struct {
             uintptr_t destination;
@@ -316,6 +339,12 @@ struct sim_work {
         struct {
             struct sim_range *range;
         } free;
+        struct {
+            uintptr_t address;
+            uint64_t value;
+            unsigned width; /* 4 or 8 bytes */
+            unsigned flags; /* CU_STREAM_WAIT_VALUE_* for waits */
+        } memory_value;
     } u;
 };
 
@@ -326,8 +355,11 @@ struct sim_stream {
     int priority;
     bool legacy;
     bool per_thread;
+    bool closed; /* destroyed by the program; under sim.lock */
     unsigned long long id;
     atomic_int references;
+    /* In the context's list until its worker has finished, so that context
+     * synchronization also waits for destroyed streams' work. */
     LIST_ENTRY(sim_stream) context_link;
 
     pthread_mutex_t mutex;
@@ -360,11 +392,19 @@ bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence);
 void sim_stream_drain(struct sim_stream *stream);
 void sim_stream_retain(struct sim_stream *stream);
 void sim_stream_release(struct sim_stream *stream);
-/* Closes a stream: queued work still runs, then it is freed. Under sim.lock. */
+/* Closes a stream: queued work still runs, then its worker leaves the
+ * context's list and it is freed. Under sim.lock. */
 void sim_stream_close(struct sim_stream *stream);
 /* Queues work and, for the synchronous forms, waits for it. */
 CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
                         bool synchronous);
+
+/* ---- stream memory operations (sim_stream_values.c) --------------------- */
+
+/* Worker side of cuStreamWaitValue*: returns once the condition holds. */
+void sim_wait_value(const struct sim_work *work);
+/* Worker side of cuStreamWriteValue*. */
+void sim_write_value(const struct sim_work *work);
 
 /* ---- events (sim_event.c) ----------------------------------------------- */
 
@@ -436,6 +476,7 @@ struct sim_pool {
     bool destroyed;       /* freed once its last allocation is */
     size_t allocation_count;
     int reuse_flags[3];   /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+    CUmemAccess_flags access[SIM_MAX_DEVICES]; /* per device; owner is RW */
     size_t reserved_current, reserved_high;
     size_t used_current, used_high;
     unsigned long long release_threshold;

@@ -147,7 +147,7 @@ static CUresult open_memory_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(SIM_RANGE_IPC_IMPORT, context, context->device);
     void *mapping = MAP_FAILED;
     if (range != NULL)
         mapping = mmap(NULL, contents.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -160,14 +160,10 @@ static CUresult open_memory_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     range->size = contents.size;
     range->mapping = mapping;
     range->mapping_size = contents.size;
-    range->kind = SIM_RANGE_IPC_IMPORT;
-    range->device = context->device;
-    range->context = context;
     range->shared_fd = fd;
     range->buffer_id = contents.buffer_id;
     range->host_flags = (unsigned)contents.pid;
     range->ipc_open_count = 1;
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
@@ -220,18 +216,13 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int Flags)
     CUresult result = sim_require_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    struct sim_range *range = calloc(1, sizeof *range);
+    /* No mapping: the memory stays the caller's. */
+    struct sim_range *range = sim_range_new(SIM_RANGE_HOST, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     range->base = (uintptr_t)p;
     range->size = bytesize;
-    range->kind = SIM_RANGE_HOST; /* no mapping: the memory stays the caller's */
-    range->device = context->device;
-    range->context = context;
     range->host_flags = Flags;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     bool overlaps = sim_range_find(range->base) != NULL ||
                     sim_range_find(range->base + bytesize - 1) != NULL;

@@ -8,6 +8,7 @@
 #include "sim_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,6 +21,21 @@ RB_HEAD(sim_range_tree, sim_range);
 RB_GENERATE_STATIC(sim_range_tree, sim_range, link, compare_ranges)
 
 static struct sim_range_tree ranges = RB_INITIALIZER(&ranges);
+
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device)
+{
+    struct sim_range *range = calloc(1, sizeof *range);
+    if (range == NULL)
+        return NULL;
+    range->kind = kind;
+    range->context = context;
+    range->device = device;
+    range->shared_fd = -1;
+    range->buffer_id = sim_next_id();
+    LIST_INIT(&range->vmm_mappings);
+    return range;
+}
 
 void sim_range_insert(struct sim_range *range)
 {
@@ -113,6 +129,22 @@ static void allocation_shape(size_t size, size_t *alignment, size_t *physical)
     }
 }
 
+/* Device memory is not cleared by the driver: fresh allocations start with a
+ * recognisable pattern instead of zeros, so code that reads before writing
+ * does not pass by luck. Only the first and last page are written, to keep
+ * large allocations uncommitted. */
+#define FRESH_MEMORY_PATTERN 0xA5
+static void poison_fresh_memory(char *base, size_t size)
+{
+    size_t edge = 4096;
+    if (size <= 2 * edge) {
+        memset(base, FRESH_MEMORY_PATTERN, size);
+        return;
+    }
+    memset(base, FRESH_MEMORY_PATTERN, edge);
+    memset(base + size - edge, FRESH_MEMORY_PATTERN, edge);
+}
+
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
                              struct sim_range **out)
 {
@@ -123,8 +155,8 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     struct sim_device *device = context->device;
     if (!sim_physical_charge(device, physical))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_range *range = calloc(1, sizeof *range);
-    void *base = range == NULL ? NULL
+    struct sim_range *range = sim_range_new(kind, context, device);
+    char *base = range == NULL ? NULL
                                : sim_map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
     if (base == NULL) {
@@ -135,12 +167,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     range->base = (uintptr_t)base;
     range->size = size;
     range->physical = physical;
-    range->kind = kind;
-    range->device = device;
-    range->context = context;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
+    poison_fresh_memory(base, size);
     sim_range_insert(range);
     *out = range;
     return CUDA_SUCCESS;
@@ -179,15 +206,20 @@ void sim_free_context_memory(struct sim_context *context)
 
 /* ---- cuMemAlloc / cuMemFree --------------------------------------------- */
 
+/* The current context for an allocation or a free, which are potentially
+ * unsafe during stream capture. */
+static CUresult allocation_context(struct sim_context **context)
+{
+    CUresult result = sim_capture_check_unsafe_call();
+    return result == CUDA_SUCCESS ? sim_require_context(context) : result;
+}
+
 static CUresult memory_allocate(CUdeviceptr *dptr, size_t bytesize)
 {
     if (dptr == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_range *range;
@@ -218,11 +250,8 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 
 static CUresult memory_free(CUdeviceptr dptr)
 {
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     if (dptr == 0)
@@ -382,14 +411,11 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
 {
     if (pp == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(kind, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     void *base = sim_map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
@@ -399,13 +425,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
     }
     range->base = (uintptr_t)base;
     range->size = bytesize;
-    range->kind = kind;
-    range->device = context->device;
-    range->context = context;
     range->host_flags = flags;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
@@ -438,11 +458,8 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     SIM_ENTER("cuMemFreeHost");
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();

@@ -67,6 +67,7 @@ static void initialize_once(void)
         struct sim_device *device = &sim.devices[i];
         device->ordinal = i;
         device->capacity = sim.settings.memory_per_device;
+        device->physical_file = -1;
         device->primary = calloc(1, sizeof *device->primary);
         if (device->primary == NULL)
             abort();

@@ -52,7 +52,9 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
 {
     switch (work->kind) {
     case SIM_WORK_COPY:
-        memmove(work->u.copy.destination, work->u.copy.source, work->u.copy.bytes);
+        for (size_t row = 0; row < work->u.copy.height; row++)
+            memmove(work->u.copy.destination + row * work->u.copy.destination_pitch,
+                    work->u.copy.source + row * work->u.copy.source_pitch, work->u.copy.bytes);
         break;
     case SIM_WORK_SET:
         run_set(work);
@@ -78,6 +80,12 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
         break;
     case SIM_WORK_MARKER:
         break;
+    case SIM_WORK_WAIT_VALUE:
+        sim_wait_value(work);
+        break;
+    case SIM_WORK_WRITE_VALUE:
+        sim_write_value(work);
+        break;
     }
 }
 
@@ -102,6 +110,9 @@ static void *stream_worker(void *argument)
     stream->worker_running = false;
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
+    sim_lock();
+    LIST_REMOVE(stream, context_link);
+    sim_unlock();
     sim_stream_release(stream);
     return NULL;
 }
@@ -118,8 +129,8 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
     stream->legacy = legacy;
     stream->per_thread = per_thread;
     stream->id = sim_next_id();
-    /* One reference for the context's list, one for the worker. */
-    atomic_init(&stream->references, 2);
+    /* The worker's reference; it ends when the stream is closed and drained. */
+    atomic_init(&stream->references, 1);
     pthread_mutex_init(&stream->mutex, NULL);
     pthread_cond_init(&stream->changed, NULL);
     TAILQ_INIT(&stream->queue);
@@ -146,7 +157,9 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
 
 void sim_stream_close(struct sim_stream *stream)
 {
-    LIST_REMOVE(stream, context_link);
+    if (stream->closed)
+        return;
+    stream->closed = true;
     if (stream->handle.kind == SIM_HANDLE_STREAM)
         sim_handle_unregister(&stream->handle);
     if (stream->capture != NULL && stream->capture->origin == stream)
@@ -156,7 +169,6 @@ void sim_stream_close(struct sim_stream *stream)
     stream->closing = true;
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
-    sim_stream_release(stream);
 }
 
 /* ---- per-thread default streams ----------------------------------------- */
@@ -169,6 +181,31 @@ struct per_thread_stream {
 
 #define PER_THREAD_STREAM_SLOTS 8
 static _Thread_local struct per_thread_stream per_thread_streams[PER_THREAD_STREAM_SLOTS];
+
+static pthread_key_t thread_exit_key;
+static pthread_once_t thread_exit_key_once = PTHREAD_ONCE_INIT;
+
+/* A thread's per-thread default streams end with the thread; work it queued
+ * there still runs. */
+static void close_per_thread_streams(void *unused)
+{
+    (void)unused;
+    sim_lock();
+    for (int i = 0; i < PER_THREAD_STREAM_SLOTS; i++) {
+        struct per_thread_stream *slot = &per_thread_streams[i];
+        if (slot->context != NULL && sim_handle_is_live(slot->context, SIM_HANDLE_CONTEXT) &&
+            slot->context->active && slot->context_id == slot->context->id)
+            sim_stream_close(slot->stream);
+        slot->context = NULL;
+    }
+    sim_unlock();
+}
+
+static void create_thread_exit_key(void)
+{
+    if (pthread_key_create(&thread_exit_key, close_per_thread_streams) != 0)
+        abort();
+}
 
 /* Under sim.lock. */
 static CUresult per_thread_stream(struct sim_context *context, struct sim_stream **out)
@@ -196,6 +233,8 @@ static CUresult per_thread_stream(struct sim_context *context, struct sim_stream
     free_slot->context = context;
     free_slot->context_id = context->id;
     free_slot->stream = stream;
+    pthread_once(&thread_exit_key_once, create_thread_exit_key);
+    pthread_setspecific(thread_exit_key, per_thread_streams);
     *out = stream;
     return CUDA_SUCCESS;
 }

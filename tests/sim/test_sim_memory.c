@@ -211,3 +211,18 @@ Test(ipc, another_process_sees_the_same_memory)
     cr_assert_eq(((unsigned char *)pointer)[200], 0x22, "the child's write is visible here");
     EXPECT_OK(cuMemFree(pointer));
 }
+
+Test(allocation, fresh_device_memory_is_not_zeroed)
+{
+    start_device(0);
+    CUdeviceptr small, large;
+    EXPECT_OK(cuMemAlloc(&small, 64));
+    EXPECT_OK(cuMemAllocAsync(&large, 64 << 20, NULL));
+    unsigned char first[64], last[16];
+    EXPECT_OK(cuMemcpyDtoH(first, small, sizeof first));
+    EXPECT_OK(cuMemcpyDtoH(last, large + (64 << 20) - sizeof last, sizeof last));
+    cr_assert_neq(first[0], 0, "the driver does not clear device memory");
+    cr_assert_neq(first[63], 0);
+    cr_assert_neq(last[15], 0);
+    cr_assert_lt(gpusim_physical_bytes(0), (size_t)65 << 20);
+}
