@@ -104,8 +104,9 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
     if (result != CUDA_SUCCESS || hook_passes_through())
         return result;
     /* Plain segments become peer-accessible through the driver; mapped
-     * (expandable) memory only through access set per mapping, so the
-     * accessing device is added to the owner's segments. */
+     * (expandable) memory only through access set per mapping, so every
+     * mapping the owner's cache makes from now on also grants the accessing
+     * device (cuda_driver.c's set_access adds the granted peers). */
     CUcontext current;
     int accessor;
     if (!device_of_current_context(driver, &current, &accessor))
@@ -114,9 +115,6 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
     if (owner < 0)
         return result;
     device_grant_peer(owner, accessor);
-    struct gpucache_allocator *allocator = device_allocator(owner);
-    if (allocator && device_context(owner))
-        peer_access_granted(allocator, accessor);
     return result;
 }
 

@@ -21,9 +21,9 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         return driver->ipc_get_mem_handle(pHandle, dptr);
     if (gpucache_allocator_pin_segment(allocator, dptr) != GPUCACHE_SUCCESS) {
         gpucache_log("cuIpcGetMemHandle(%p): the pointer is a block inside a cached segment "
-                     "(or expandable memory), which legacy IPC cannot export; run with "
-                     "GPUCACHE_ALLOC_CONF=passthrough:True or expandable_segments:False to "
-                     "export it",
+                     "or expandable memory, and legacy IPC can only export a whole driver "
+                     "allocation; run the exporting program with "
+                     "GPUCACHE_ALLOC_CONF=passthrough:True",
                      (void *)(uintptr_t)dptr);
         return CUDA_ERROR_INVALID_VALUE;
     }

@@ -18,8 +18,11 @@ int main(void)
     cudaIpcMemHandle_t handle;
     CHECK_CUDA(cudaIpcGetMemHandle(&handle, large));
 
-    void *small = NULL;
+    /* Two small blocks share one segment: the second is not its base. */
+    void *first_small = NULL, *small = NULL;
+    CHECK_CUDA(cudaMalloc(&first_small, 4096));
     CHECK_CUDA(cudaMalloc(&small, 4096));
+    CHECK((char *)small > (char *)first_small, "the second small block is below the first");
     cudaError_t result = cudaIpcGetMemHandle(&handle, small);
     CHECK(result == cudaErrorInvalidValue, "exporting an interior block returned %d",
           (int)result);
@@ -31,5 +34,6 @@ int main(void)
     CHECK(again != large, "the exported (pinned) segment was handed out again");
     CHECK_CUDA(cudaFree(again));
     CHECK_CUDA(cudaFree(small));
+    CHECK_CUDA(cudaFree(first_small));
     return 0;
 }
