@@ -12,6 +12,7 @@
 #include "gpucache_public.h"
 #include "library_lifecycle.h"
 #include "log.h"
+#include "real_driver.h"
 
 static void write_all(int fd, const char *text, size_t length)
 {
@@ -39,7 +40,10 @@ static int open_report(const char *pattern)
 __attribute__((destructor)) static void write_exit_report(void)
 {
     const struct gpucache_config *config = library_config();
-    if (!config->report_path[0] || library_passes_everything_through())
+    /* A process that never used CUDA (a shell or `timeout` in front of the
+     * program) writes nothing: it would overwrite the program's report. */
+    if (!config->report_path[0] || library_passes_everything_through() ||
+        !real_driver_activated())
         return;
     int fd = open_report(config->report_path);
     if (fd < 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The real-GPU check of libgpucache.so. Builds the programs of
-# tests/gpu/interpose (and the interposition tests they share with the
-# simulated-device suites) with nvcc, against the static runtime (nvcc's
+# The real-GPU check of libgpucache.so. Builds the interposition test
+# programs of tests/interpose (which skip their simulator-only counts on a
+# real driver) and the GPU-only ones of tests/gpu/interpose with nvcc, against the static runtime (nvcc's
 # default), the shared runtime and per-thread default streams; runs each one
 #   native       without the library,
 #   counted      under the library with passthrough:True (every call goes to
@@ -62,10 +62,13 @@ build() {
     fi
 }
 
-build runtime_routes static "$twins/runtime_routes.c"
-build runtime_routes shared "$twins/runtime_routes.c"
-build runtime_routes per-thread "$twins/runtime_routes.c"
-build driver_routes driver "$twins/driver_routes.c"
+build route_runtime static "$shared_tests/route_runtime.c"
+build route_runtime shared "$shared_tests/route_runtime.c"
+build route_runtime per-thread "$shared_tests/route_runtime.c"
+build route_driver_api driver "$shared_tests/route_driver_api.c"
+build route_dlopen_driver static "$shared_tests/route_dlopen_driver.c"
+build route_driver_entry_point static "$shared_tests/route_driver_entry_point.c"
+build route_driver_entry_point shared "$shared_tests/route_driver_entry_point.c"
 build lifecycle static "$twins/lifecycle.c"
 build lifecycle shared "$twins/lifecycle.c"
 build data_integrity static "$shared_tests/data_integrity.c"
@@ -93,11 +96,13 @@ check() {
     if [[ $library_only == no ]]; then
         env -u LD_PRELOAD timeout "$run_seconds" "$binary" "$@" >>"$log" 2>&1 \
             && native=pass || native=FAIL
-        LD_PRELOAD=$library GPUCACHE_ALLOC_CONF="passthrough:True,report:$work/$key.counted.json" \
-            timeout "$run_seconds" "$binary" "$@" >>"$log" 2>&1 && counted=pass || counted=FAIL
+        timeout "$run_seconds" env LD_PRELOAD="$library" \
+            GPUCACHE_ALLOC_CONF="passthrough:True,report:$work/$key.counted.json" \
+            "$binary" "$@" >>"$log" 2>&1 && counted=pass || counted=FAIL
     fi
-    LD_PRELOAD=$library GPUCACHE_ALLOC_CONF="${extra:+$extra,}report:$work/$key.cached.json" \
-        timeout "$run_seconds" "$binary" "$@" >>"$log" 2>&1 && cached=pass || cached=FAIL
+    timeout "$run_seconds" env LD_PRELOAD="$library" \
+        GPUCACHE_ALLOC_CONF="${extra:+$extra,}report:$work/$key.cached.json" \
+        "$binary" "$@" >>"$log" 2>&1 && cached=pass || cached=FAIL
     local counted_allocations cached_allocations verdict=pass
     counted_allocations=$(driver_allocations "$work/$key.counted.json")
     cached_allocations=$(driver_allocations "$work/$key.cached.json")
@@ -112,10 +117,13 @@ check() {
         "$counted_allocations" "$cached_allocations" "$verdict")")
 }
 
-check runtime_routes/static "$work/runtime_routes.static" yes no ""
-check runtime_routes/shared "$work/runtime_routes.shared" yes no ""
-check runtime_routes/per-thread "$work/runtime_routes.per-thread" yes no ""
-check driver_routes "$work/driver_routes.driver" yes no ""
+check route_runtime/static "$work/route_runtime.static" yes no ""
+check route_runtime/shared "$work/route_runtime.shared" yes no ""
+check route_runtime/per-thread "$work/route_runtime.per-thread" yes no ""
+check route_driver_api "$work/route_driver_api.driver" yes no ""
+check route_dlopen_driver "$work/route_dlopen_driver.static" yes no ""
+check route_driver_entry_point/static "$work/route_driver_entry_point.static" yes no ""
+check route_driver_entry_point/shared "$work/route_driver_entry_point.shared" yes no ""
 check lifecycle/static "$work/lifecycle.static" no no ""
 check lifecycle/shared "$work/lifecycle.shared" no no ""
 check data_integrity "$work/data_integrity.static" yes no ""

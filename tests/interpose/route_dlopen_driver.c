@@ -61,9 +61,6 @@ int main(void)
         CHECK_CUDA(mem_free(pointer));
     }
     unsigned long long allocs = simulated_driver_calls("cuMemAlloc_v2") - before;
-    if (library_is_loaded())
-        CHECK(allocs <= 2, "%llu driver allocations for %d calls", allocs, ROUNDS);
-    else
-        CHECK(allocs == ROUNDS, "%llu driver allocations without the library", allocs);
+    check_driver_allocations(allocs, ROUNDS, "cuMemAlloc_v2");
     return 0;
 }

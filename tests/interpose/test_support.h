@@ -27,11 +27,25 @@
     } while (0)
 
 /* Calls so far to the simulated driver's exported entry point `name`, read
- * from the simulator in this process (the driver must be loaded). */
+ * from the simulator in this process; 0 on a real driver. */
 unsigned long long simulated_driver_calls(const char *name);
+
+/* True when the loaded libcuda.so.1 is the simulator, whose call counts
+ * the tests read; false on a real GPU (scripts/gpu-check.sh counts there). */
+bool simulated_driver_present(void);
+
+/* Checks the cuMemAlloc_v2 calls `driver_allocations` that `calls`
+ * allocation calls of the program caused: at most 2 under the caching
+ * library (the route was caught and cached), exactly `calls` without it or
+ * under passthrough:True. Does nothing without the simulator. */
+void check_driver_allocations(unsigned long long driver_allocations, unsigned calls,
+                              const char *route);
 
 /* True when libgpucache.so is loaded in this process. */
 bool library_is_loaded(void);
+
+/* True when the library is loaded and caches (not passthrough:True). */
+bool library_is_caching(void);
 
 /* A deterministic byte for offset `offset` of allocation number `tag`. */
 static inline unsigned char pattern_byte(unsigned tag, size_t offset)
