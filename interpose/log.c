@@ -3,7 +3,6 @@
  * stdio is locked, so stdio is not an option. */
 #include "log.h"
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
