@@ -10,6 +10,10 @@
  * capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
+ * A child forked after cuInit cannot use the driver (its threads and state
+ * stay with the parent): there every call that needs cuInit, and cuInit
+ * itself, returns CUDA_ERROR_NOT_INITIALIZED.
+ *
  * Control through the environment, read once at the first cuInit. A bad
  * value prints one line naming the variable, the bad text and what is
  * accepted, and the process exits with status 2.
@@ -19,6 +23,10 @@
  *   GPUSIM_MEMORY=SIZE    capacity of each device (default 80GiB). SIZE is a
  *                         number with an optional unit B, KiB, MiB, GiB, TiB
  *                         (or K, M, G, T, KB, MB, GB, TB: all powers of 1024).
+ *   GPUSIM_GRANULARITY=SIZE  VMM allocation granularity reported by
+ *                         cuMemGetAllocationGranularity and required of
+ *                         cuMemCreate/cuMemMap sizes and addresses: a power of
+ *                         two from the host page size to 1GiB (default 2MiB).
  *   GPUSIM_FAIL=RULES     injected failures, comma-separated rules:
  *                           NAME:N         the Nth call (1-based) of NAME fails
  *                           NAME:N+        the Nth and every later call fails

@@ -27,7 +27,8 @@ static const size_t default_limits[CU_LIMIT_MAX] = {
     [CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0,
 };
 
-void sim_context_activate(struct sim_context *context)
+/* Makes a context usable: a new id, default limits and its legacy stream. */
+static void context_activate(struct sim_context *context)
 {
     context->active = true;
     context->id = sim_next_id();
@@ -53,7 +54,7 @@ CUresult sim_require_context(struct sim_context **context)
         /* A reset primary context that is still retained comes back on its
          * next use, as the driver re-initialises it. */
         if (current->primary && current->retain_count > 0)
-            sim_context_activate(current);
+            context_activate(current);
         else
             result = CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
@@ -104,7 +105,9 @@ static bool has_closed_streams(struct sim_context *context)
     return false;
 }
 
-void sim_context_teardown(struct sim_context *context)
+/* Frees the streams, events and memory of a context (reset, release to zero,
+ * destroy). */
+static void context_teardown(struct sim_context *context)
 {
     sim_context_drain(context);
     sim_lock();
@@ -140,7 +143,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     sim_lock();
     struct sim_context *context = device->primary;
     if (!context->active)
-        sim_context_activate(context);
+        context_activate(context);
     context->retain_count++;
     sim_unlock();
     *pctx = (CUcontext)context;
@@ -163,7 +166,7 @@ static CUresult primary_release(CUdevice dev)
     bool active = context->active;
     sim_unlock();
     if (last && active)
-        sim_context_teardown(context);
+        context_teardown(context);
     return CUDA_SUCCESS;
 }
 
@@ -189,7 +192,7 @@ static CUresult primary_reset(CUdevice dev)
     bool active = device->primary->active;
     sim_unlock();
     if (active)
-        sim_context_teardown(device->primary);
+        context_teardown(device->primary);
     return CUDA_SUCCESS;
 }
 
@@ -268,7 +271,7 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     LIST_INIT(&context->streams);
     sim_lock();
     sim_handle_register(&context->handle, SIM_HANDLE_CONTEXT);
-    sim_context_activate(context);
+    context_activate(context);
     sim_unlock();
     if (context_depth < CONTEXT_STACK_DEPTH)
         context_stack[context_depth++] = context;
@@ -325,7 +328,7 @@ static CUresult context_destroy(CUcontext ctx)
     sim_unlock();
     if (!valid)
         return CUDA_ERROR_INVALID_CONTEXT;
-    sim_context_teardown(context);
+    context_teardown(context);
     sim_lock();
     sim_handle_unregister(&context->handle);
     sim_unlock();

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 static _Noreturn void reject(const char *variable, const char *text, const char *accepted)
 {
@@ -16,7 +17,8 @@ static _Noreturn void reject(const char *variable, const char *text, const char 
     exit(2);
 }
 
-bool sim_parse_size(const char *text, size_t *bytes)
+/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
+static bool parse_size(const char *text, size_t *bytes)
 {
     static const struct {
         const char *unit;
@@ -48,6 +50,8 @@ static const char devices_accepted[] = "expected a whole number of devices from 
 static const char memory_accepted[] =
     "expected a size such as 80GiB, 512MiB or 1073741824 (units B, KiB, MiB, GiB, TiB), "
     "at least 2MiB";
+static const char granularity_accepted[] =
+    "expected a power of two from the host page size to 1GiB, such as 2MiB or 64KiB";
 static const char fail_accepted[] =
     "expected comma-separated rules NAME:N, NAME:N+, NAME:N:ERROR (N >= 1; ERROR one of oom, "
     "invalid, unknown, not_ready, a CUDA_ERROR_* name or a number) or rate:P:seed:S "
@@ -161,9 +165,19 @@ void sim_read_environment(struct sim_settings *settings)
     const char *memory = getenv("GPUSIM_MEMORY");
     if (memory != NULL) {
         size_t bytes;
-        if (!sim_parse_size(memory, &bytes) || bytes < SIM_PAGE_GRANULARITY)
+        if (!parse_size(memory, &bytes) || bytes < SIM_LARGE_PAGE)
             reject("GPUSIM_MEMORY", memory, memory_accepted);
         settings->memory_per_device = bytes;
+    }
+    settings->granularity = SIM_LARGE_PAGE;
+    const char *granularity = getenv("GPUSIM_GRANULARITY");
+    if (granularity != NULL) {
+        size_t bytes;
+        if (!parse_size(granularity, &bytes) || bytes < (size_t)sysconf(_SC_PAGESIZE) ||
+            bytes > ((size_t)1 << 30) ||
+            (bytes & (bytes - 1)) != 0)
+            reject("GPUSIM_GRANULARITY", granularity, granularity_accepted);
+        settings->granularity = bytes;
     }
     const char *fail = getenv("GPUSIM_FAIL");
     if (fail != NULL && fail[0] != '\0')

@@ -31,9 +31,10 @@
  * cuGetProcAddress requests. */
 #define SIM_DRIVER_VERSION 13000
 #define SIM_MAX_DEVICES 16
-/* VMM granularity and the alignment of large cuMemAlloc regions, as on
+/* The driver's large page: large cuMemAlloc regions are aligned to it and
+ * charged in whole pages, and it is the default VMM granularity, as on
  * Hopper. */
-#define SIM_PAGE_GRANULARITY ((size_t)2 << 20)
+#define SIM_LARGE_PAGE ((size_t)2 << 20)
 /* cuMemAlloc guarantees at least this alignment for every allocation. */
 #define SIM_SMALL_ALIGNMENT ((size_t)512)
 
@@ -95,6 +96,7 @@ struct sim_fail_rule {
 struct sim_settings {
     int device_count;
     size_t memory_per_device;
+    size_t granularity; /* VMM allocation granularity */
     struct sim_fail_rule fail_rules[SIM_MAX_FAIL_RULES];
     int fail_rule_count;
     double fail_rate;
@@ -104,9 +106,6 @@ struct sim_settings {
 
 /* Parses GPUSIM_*; on a bad value prints one line and exits with status 2. */
 void sim_read_environment(struct sim_settings *settings);
-
-/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
-bool sim_parse_size(const char *text, size_t *bytes);
 
 /* Error code for a GPUSIM_FAIL name ("oom", "invalid", 700, CUDA_ERROR_*). */
 bool sim_parse_error_name(const char *text, CUresult *error);
@@ -177,6 +176,9 @@ struct sim_context {
 struct sim_state {
     pthread_mutex_t lock;
     atomic_bool initialized;
+    /* Set in the child of a fork taken after cuInit: the driver's threads
+     * and state belong to the parent, so the child cannot use CUDA. */
+    atomic_bool forked_after_init;
     struct sim_settings settings;
     int device_count;
     struct sim_device devices[SIM_MAX_DEVICES];
@@ -200,10 +202,6 @@ CUresult sim_require_context(struct sim_context **context);
 CUresult sim_device_lookup(CUdevice ordinal, struct sim_device **device);
 /* Waits until every stream of the context has drained. */
 void sim_context_drain(struct sim_context *context);
-/* Called when a primary context is activated for the first time. */
-void sim_context_activate(struct sim_context *context);
-/* Frees streams, events and memory of a context (reset/destroy). */
-void sim_context_teardown(struct sim_context *context);
 
 /* ---- device memory accounting (sim_memory.c) ---------------------------- */
 
@@ -253,19 +251,19 @@ struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *co
 
 /* Registry of ranges; call under sim.lock. */
 void sim_range_insert(struct sim_range *range);
-void sim_range_remove(struct sim_range *range);
 /* The range containing `address`, or NULL. */
 struct sim_range *sim_range_find(uintptr_t address);
 /* Applies `visit` to every range (stops when it returns false). */
 void sim_range_foreach(bool (*visit)(struct sim_range *, void *), void *argument);
 
-/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
- * followed by an inaccessible guard page; NULL when out of address space. */
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping);
 /* Allocates device memory of the current kind and registers it; charges the
  * capacity. Under sim.lock. */
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
                              struct sim_range **out);
+/* The range that starts at `address` and satisfies `accepts`, once the work
+ * queued in its context (which may still use it) has finished. Returns it
+ * with sim.lock held, or NULL without the lock when there is none. */
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *));
 /* Unregisters, unmaps and uncharges a range. Under sim.lock. */
 void sim_range_destroy(struct sim_range *range);
 /* Frees all device allocations that belong to a context. Under sim.lock. */
@@ -367,7 +365,6 @@ struct sim_stream {
     TAILQ_HEAD(, sim_work) queue;
     unsigned long long submitted; /* sequence of the last queued item */
     unsigned long long completed; /* sequence of the last finished item */
-    bool worker_running;
     bool closing;
 
     struct sim_capture *capture; /* under sim.lock */
@@ -439,22 +436,17 @@ struct sim_capture {
     CUstreamCaptureStatus status;
     struct sim_stream *origin;
     pthread_t thread;
-    size_t node_count;
     struct sim_graph *graph;
     LIST_ENTRY(sim_capture) link;
 };
 
 struct sim_graph {
     struct sim_handle handle;
-    size_t node_count;
 };
 
 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread may not make a
  * potentially unsafe call now (and invalidates the capture that forbids it). */
 CUresult sim_capture_check_unsafe_call(void);
-/* Records a work item into the capture of `stream` instead of running it.
- * Under sim.lock. */
-void sim_capture_record_node(struct sim_stream *stream);
 /* Records an async allocation into the capture's graph. Under sim.lock. */
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address);
 /* Invalidates the capture of a stream (an illegal call was made). */

@@ -38,7 +38,9 @@ static bool make_shareable(struct sim_range *range)
         return false;
     }
     /* Copy only pages that were ever touched: the rest read as zero in both
-     * and copying them would commit the whole allocation. */
+     * and copying them would commit the whole allocation. mincore reports
+     * swapped-out pages as absent, so on a swapping host their contents
+     * would be lost; test machines are not expected to swap. */
     size_t pages = usable / page;
     unsigned char *resident = malloc(pages);
     if (resident == NULL || mincore((void *)range->base, usable, resident) != 0) {
@@ -65,6 +67,12 @@ static bool make_shareable(struct sim_range *range)
     return true;
 }
 
+/* Only cuMemAlloc memory has legacy IPC handles. */
+static bool exportable_allocation(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_DEVICE;
+}
+
 SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     SIM_ENTER("cuIpcGetMemHandle");
@@ -74,22 +82,12 @@ SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     CUresult result = sim_require_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)dptr);
-    bool valid = range != NULL && range->kind == SIM_RANGE_DEVICE && range->base == (uintptr_t)dptr;
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* Queued copies may still write the allocation while it moves. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)dptr);
-    valid = range != NULL && range->kind == SIM_RANGE_DEVICE && range->base == (uintptr_t)dptr;
-    if (valid && !make_shareable(range))
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)dptr, exportable_allocation);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!make_shareable(range))
         result = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (!valid)
-        result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS) {
         struct ipc_handle_contents contents = {.pid = getpid(),
                                                .fd = range->shared_fd,

@@ -42,7 +42,7 @@ void sim_range_insert(struct sim_range *range)
     RB_INSERT(sim_range_tree, &ranges, range);
 }
 
-void sim_range_remove(struct sim_range *range)
+static void range_remove(struct sim_range *range)
 {
     RB_REMOVE(sim_range_tree, &ranges, range);
 }
@@ -87,7 +87,10 @@ static size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping)
+/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
+ * followed by an inaccessible guard page; NULL when out of address space. */
+static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
+                            void **mapping)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (alignment < page)
@@ -120,9 +123,9 @@ void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void *
  * large pages; small ones are charged in 512-byte units. */
 static void allocation_shape(size_t size, size_t *alignment, size_t *physical)
 {
-    if (size >= SIM_PAGE_GRANULARITY) {
-        *alignment = SIM_PAGE_GRANULARITY;
-        *physical = round_up(size, SIM_PAGE_GRANULARITY);
+    if (size >= SIM_LARGE_PAGE) {
+        *alignment = SIM_LARGE_PAGE;
+        *physical = round_up(size, SIM_LARGE_PAGE);
     } else {
         *alignment = SIM_SMALL_ALIGNMENT;
         *physical = round_up(size, SIM_SMALL_ALIGNMENT);
@@ -157,7 +160,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_range *range = sim_range_new(kind, context, device);
     char *base = range == NULL ? NULL
-                               : sim_map_region(size, alignment, &range->mapping_size,
+                               : map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
     if (base == NULL) {
         free(range);
@@ -175,7 +178,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
 
 void sim_range_destroy(struct sim_range *range)
 {
-    sim_range_remove(range);
+    range_remove(range);
     if (range->mapping != NULL)
         munmap(range->mapping, range->mapping_size);
     if (range->shared_fd >= 0)
@@ -248,6 +251,33 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *))
+{
+    sim_lock();
+    struct sim_range *range = sim_range_find(address);
+    bool found = range != NULL && range->base == address && accepts(range);
+    struct sim_context *owner = found ? range->context : NULL;
+    sim_unlock();
+    if (!found)
+        return NULL;
+    if (owner != NULL)
+        sim_context_drain(owner);
+    sim_lock();
+    /* Another thread may have freed it meanwhile. */
+    range = sim_range_find(address);
+    if (range != NULL && range->base == address && accepts(range))
+        return range;
+    sim_unlock();
+    return NULL;
+}
+
+static bool freeable_by_cuMemFree(const struct sim_range *range)
+{
+    return !range->free_pending && (range->kind == SIM_RANGE_DEVICE ||
+                                    range->kind == SIM_RANGE_POOL ||
+                                    range->kind == SIM_RANGE_MANAGED);
+}
+
 static CUresult memory_free(CUdeviceptr dptr)
 {
     struct sim_context *context;
@@ -256,23 +286,10 @@ static CUresult memory_free(CUdeviceptr dptr)
         return result;
     if (dptr == 0)
         return CUDA_SUCCESS;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)dptr);
-    bool valid = range != NULL && range->base == (uintptr_t)dptr && !range->free_pending &&
-                 (range->kind == SIM_RANGE_DEVICE || range->kind == SIM_RANGE_POOL ||
-                  range->kind == SIM_RANGE_MANAGED);
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* cuMemFree synchronizes: in-flight work may still use the memory. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)dptr);
-    if (range == NULL || range->base != (uintptr_t)dptr || range->free_pending) {
-        sim_unlock();
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)dptr, freeable_by_cuMemFree);
+    if (range == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    }
     if (range->pool != NULL)
         sim_pool_free_now(range);
     else
@@ -418,7 +435,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
     struct sim_range *range = sim_range_new(kind, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *base = sim_map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
+    void *base = map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
     if (base == NULL) {
         free(range);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -455,6 +472,13 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
     return host_allocate(pp, bytesize, 0, SIM_RANGE_HOST);
 }
 
+/* cuMemHostAlloc memory, as opposed to registered memory, which the program
+ * owns. */
+static bool allocated_pinned_memory(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_HOST && range->mapping != NULL;
+}
+
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     SIM_ENTER("cuMemFreeHost");
@@ -462,19 +486,11 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
     CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)p);
-    bool valid = range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST;
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* Like cuMemFree, freeing pinned memory waits for work that may use it. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)p);
-    if (range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST)
-        sim_range_destroy(range);
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)p, allocated_pinned_memory);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_range_destroy(range);
     sim_unlock();
     return CUDA_SUCCESS;
 }

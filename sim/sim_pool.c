@@ -404,10 +404,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
          * allocation; a graph allocation cannot be freed outside a graph
          * before the graph has run, which it never does here. */
         bool allowed = stream->capture != NULL && range->kind == SIM_RANGE_CAPTURED;
-        if (allowed) {
-            sim_capture_record_node(stream);
+        if (allowed)
             range->free_pending = true;
-        }
         sim_unlock();
         return allowed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }

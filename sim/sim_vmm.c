@@ -33,7 +33,7 @@ struct sim_vmm_mapping {
 
 static bool is_granular(size_t value)
 {
-    return value % SIM_PAGE_GRANULARITY == 0;
+    return value % sim.settings.granularity == 0;
 }
 
 /* Under sim.lock. */
@@ -73,7 +73,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
     CUresult result = validate_properties(prop, &device);
     if (result != CUDA_SUCCESS)
         return result;
-    *granularity = SIM_PAGE_GRANULARITY;
+    *granularity = sim.settings.granularity;
     return CUDA_SUCCESS;
 }
 
@@ -167,8 +167,8 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
     if (ptr == NULL || flags != 0 || size == 0 || size % page != 0 || addr % page != 0 ||
         (alignment & (alignment - 1)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (alignment < SIM_PAGE_GRANULARITY)
-        alignment = SIM_PAGE_GRANULARITY;
+    if (alignment < sim.settings.granularity)
+        alignment = sim.settings.granularity;
     struct sim_range *range = sim_range_new(SIM_RANGE_RESERVATION, NULL, NULL);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -33,8 +33,11 @@ static PFN_cuMemHostGetDevicePointer_v3020 device_pointer_of;
 static PFN_cuMemFreeHost_v2000 free_host;
 
 /* Holds `blocked` on a flag in pinned memory, queues a host function on
- * `probe`, and reports whether it ran while `blocked` was still held. */
-static bool runs_while_blocked(CUstream blocked, CUstream probe)
+ * `probe`, and reports whether it ran while `blocked` was still held. A
+ * probe that should run is given seconds; one that should wait, a while. */
+#define SHOULD_RUN 5000
+#define SHOULD_WAIT 300
+static bool runs_while_blocked(CUstream blocked, CUstream probe, int patience_milliseconds)
 {
     unsigned *flag = NULL;
     CUdeviceptr flag_on_device;
@@ -44,7 +47,8 @@ static bool runs_while_blocked(CUstream blocked, CUstream probe)
     TWIN_OK(wait_value(blocked, flag_on_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
     int ran = 0;
     TWIN_OK(launch_host(probe, mark_ran, &ran));
-    for (int waited = 0; waited < 500 && !__atomic_load_n(&ran, __ATOMIC_ACQUIRE); waited++) {
+    for (int waited = 0; waited < patience_milliseconds && !__atomic_load_n(&ran, __ATOMIC_ACQUIRE);
+         waited++) {
         timespec pause = {0, 1000000L};
         nanosleep(&pause, NULL);
     }
@@ -93,12 +97,12 @@ int main()
     CUstream blocking, non_blocking;
     TWIN_OK(stream_create(&blocking, CU_STREAM_DEFAULT));
     TWIN_OK(stream_create(&non_blocking, CU_STREAM_NON_BLOCKING));
-    TWIN_CHECK(!runs_while_blocked(blocking, CU_STREAM_LEGACY));
-    TWIN_CHECK(runs_while_blocked(non_blocking, CU_STREAM_LEGACY));
-    TWIN_CHECK(!runs_while_blocked(CU_STREAM_LEGACY, blocking));
-    TWIN_CHECK(runs_while_blocked(CU_STREAM_LEGACY, non_blocking));
-    TWIN_CHECK(!runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD));
-    TWIN_CHECK(runs_while_blocked(blocking, non_blocking));
+    TWIN_CHECK(!runs_while_blocked(blocking, CU_STREAM_LEGACY, SHOULD_WAIT));
+    TWIN_CHECK(runs_while_blocked(non_blocking, CU_STREAM_LEGACY, SHOULD_RUN));
+    TWIN_CHECK(!runs_while_blocked(CU_STREAM_LEGACY, blocking, SHOULD_WAIT));
+    TWIN_CHECK(runs_while_blocked(CU_STREAM_LEGACY, non_blocking, SHOULD_RUN));
+    TWIN_CHECK(!runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, SHOULD_WAIT));
+    TWIN_CHECK(runs_while_blocked(blocking, non_blocking, SHOULD_RUN));
     TWIN_OK(stream_destroy(blocking));
     TWIN_OK(stream_destroy(non_blocking));
 

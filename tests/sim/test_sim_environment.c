@@ -100,6 +100,14 @@ Test(environment, bad_failure_rules)
     expect_accepted("GPUSIM_FAIL", "rate:0.01:seed:42");
 }
 
+Test(environment, bad_granularities)
+{
+    expect_rejected("GPUSIM_GRANULARITY", "3MiB");
+    expect_rejected("GPUSIM_GRANULARITY", "1KiB");
+    expect_rejected("GPUSIM_GRANULARITY", "2GiB");
+    expect_accepted("GPUSIM_GRANULARITY", "64KiB");
+}
+
 Test(environment, bad_stats_path)
 {
     expect_rejected("GPUSIM_STATS", "");

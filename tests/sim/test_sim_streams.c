@@ -74,11 +74,12 @@ static bool legacy_work_waits_for(unsigned stream_flags)
     return atomic_load(&legacy.seen_at) > atomic_load(&slow_done.seen_at);
 }
 
-Test(streams, legacy_stream_waits_for_blocking_streams_only)
+/* That non-blocking streams do not order with the legacy stream is checked
+ * without timing in implicit_legacy_synchronization_with_a_held_stream. */
+Test(streams, legacy_stream_waits_for_blocking_streams)
 {
     start_device(0);
     cr_assert(legacy_work_waits_for(CU_STREAM_DEFAULT));
-    cr_assert_not(legacy_work_waits_for(CU_STREAM_NON_BLOCKING));
 }
 
 /* Work on `stream` queued after slow legacy work runs before or after it. */
@@ -97,20 +98,17 @@ static bool stream_waits_for_legacy(CUstream stream)
 Test(streams, blocking_streams_wait_for_prior_legacy_work)
 {
     start_device(0);
-    CUstream blocking, non_blocking;
+    CUstream blocking;
     EXPECT_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
-    EXPECT_OK(cuStreamCreateWithPriority(&non_blocking, CU_STREAM_NON_BLOCKING, -1));
     cr_assert(stream_waits_for_legacy(blocking));
-    cr_assert_not(stream_waits_for_legacy(non_blocking));
     cr_assert(stream_waits_for_legacy(CU_STREAM_PER_THREAD),
               "the per-thread stream is a blocking stream");
     EXPECT_OK(cuStreamDestroy(blocking));
-    EXPECT_OK(cuStreamDestroy(non_blocking));
 }
 
 Test(streams, flags_priority_and_ids)
 {
-    start_device(0);
+    CUcontext context = start_device(0);
     CUstream stream;
     EXPECT_OK(cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, -3));
     unsigned flags;
@@ -120,6 +118,13 @@ Test(streams, flags_priority_and_ids)
     EXPECT_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
     cr_assert_eq(flags, CU_STREAM_NON_BLOCKING);
     cr_assert_eq(priority, -3);
+    CUcontext owner;
+    CUdevice device = -1;
+    EXPECT_OK(cuStreamGetCtx(stream, &owner));
+    EXPECT_OK(cuStreamGetDevice(stream, &device));
+    cr_assert_eq(owner, context);
+    cr_assert_eq(device, 0);
+    EXPECT_RESULT(cuStreamGetDevice(stream, NULL), CUDA_ERROR_INVALID_VALUE);
     cr_assert(greatest <= priority && priority <= least);
     unsigned long long id, legacy_id, per_thread_id, default_id;
     EXPECT_OK(cuStreamGetId(stream, &id));
@@ -286,8 +291,11 @@ static void CUDA_CB mark_ran(void *argument)
 
 /* Holds `blocked` with cuStreamWaitValue32 on a pinned flag, queues a host
  * function on `probe`, and reports whether it ran while `blocked` was held
- * (the same check as tests/gpu/twin_streams.cu). */
-static bool runs_while_blocked(CUstream blocked, CUstream probe)
+ * (the same check as tests/gpu/twin_streams.cu). A probe that should run is
+ * given seconds; one that should wait, a short while. */
+#define SHOULD_RUN 5000
+#define SHOULD_WAIT 200
+static bool runs_while_blocked(CUstream blocked, CUstream probe, int patience_milliseconds)
 {
     unsigned *flag;
     CUdeviceptr flag_on_device;
@@ -297,7 +305,7 @@ static bool runs_while_blocked(CUstream blocked, CUstream probe)
     EXPECT_OK(cuStreamWaitValue32(blocked, flag_on_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
     atomic_int ran = 0;
     EXPECT_OK(cuLaunchHostFunc(probe, mark_ran, &ran));
-    for (int waited = 0; waited < 300 && !atomic_load(&ran); waited++)
+    for (int waited = 0; waited < patience_milliseconds && !atomic_load(&ran); waited++)
         sleep_milliseconds(1);
     bool ran_while_blocked = atomic_load(&ran);
     __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
@@ -313,12 +321,13 @@ Test(streams, implicit_legacy_synchronization_with_a_held_stream)
     CUstream blocking, non_blocking;
     EXPECT_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
     EXPECT_OK(cuStreamCreate(&non_blocking, CU_STREAM_NON_BLOCKING));
-    cr_assert_not(runs_while_blocked(blocking, CU_STREAM_LEGACY));
-    cr_assert(runs_while_blocked(non_blocking, CU_STREAM_LEGACY));
-    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, blocking));
-    cr_assert(runs_while_blocked(CU_STREAM_LEGACY, non_blocking));
-    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD));
-    cr_assert(runs_while_blocked(blocking, non_blocking), "two created streams never order");
+    cr_assert_not(runs_while_blocked(blocking, CU_STREAM_LEGACY, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(non_blocking, CU_STREAM_LEGACY, SHOULD_RUN));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, blocking, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(CU_STREAM_LEGACY, non_blocking, SHOULD_RUN));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(blocking, non_blocking, SHOULD_RUN),
+              "two created streams never order");
     EXPECT_OK(cuStreamDestroy(blocking));
     EXPECT_OK(cuStreamDestroy(non_blocking));
 }

@@ -272,3 +272,32 @@ Test(vmm, exportable_allocations_share_through_a_file_descriptor)
     EXPECT_OK(cuMemRelease(plain));
     EXPECT_OK(cuMemAddressFree(base, PAGE));
 }
+
+static void small_pages(void)
+{
+    setenv("GPUSIM_GRANULARITY", "64KiB", 1);
+}
+
+Test(vmm, granularity_comes_from_the_environment, .init = small_pages)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    size_t granularity;
+    EXPECT_OK(cuMemGetAllocationGranularity(&granularity, &properties,
+                                            CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    cr_assert_eq(granularity, 64 << 10);
+    CUmemGenericAllocationHandle handle;
+    EXPECT_RESULT(cuMemCreate(&handle, 96 << 10, &properties, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemCreate(&handle, 128 << 10, &properties, 0));
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 1 << 20, 0, 0, 0));
+    cr_assert_eq(base % (64 << 10), 0);
+    EXPECT_OK(cuMemMap(base + (64 << 10), 128 << 10, 0, handle, 0));
+    grant_access(base + (64 << 10), 128 << 10);
+    ((volatile char *)base)[(192 << 10) - 1] = 1;
+    cr_assert(faults_in_child(write_byte, (void *)(base + (192 << 10))));
+    cr_assert_eq(gpusim_physical_bytes(0), 128 << 10);
+    EXPECT_OK(cuMemUnmap(base + (64 << 10), 128 << 10));
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(base, 1 << 20));
+}
