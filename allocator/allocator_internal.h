@@ -146,6 +146,7 @@ struct gpucache_allocator {
     size_t stream_count;
     size_t stream_capacity;
     size_t closed_epoch_count;
+    unsigned mallocs_since_query; /* paces fence queries on the hit path */
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 

@@ -40,45 +40,43 @@ static int64_t floor_divide(int64_t value, int64_t divisor)
     return (value % divisor != 0 && (value < 0) != (divisor < 0)) ? quotient - 1 : quotient;
 }
 
-/* A byte count in the unit chosen from `reference` (the `all` row's value
- * of the same column): PyTorch steps up while the reference is at least
- * 768 of the current unit's next step. */
-static void format_size(char cell[32], int64_t size, int64_t reference)
+/* How a column's cells are scaled: PyTorch picks the unit from `reference`
+ * (the `all` row's value of the same column), stepping up while that is
+ * at least `threshold` of the current unit, and divides with the floor. */
+struct unit_scale {
+    const char *const *units;
+    size_t unit_count;
+    int64_t step;
+    double threshold;
+    const char *format; /* value, unit */
+};
+
+static const char *const size_units[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+static const struct unit_scale bytes_scale = {size_units, 6, 1024, 768.0 * 1024, "%6lld %s"};
+static const char *const count_units[] = {" ", "K", "M"};
+static const struct unit_scale count_scale = {count_units, 3, 1000, 750.0 * 1000, "%7lld %s "};
+
+static void format_cell(char cell[32], const struct unit_scale *scale, int64_t value,
+                        int64_t reference)
 {
-    static const char *const units[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
     size_t unit = 0;
     double scaled_reference = (double)reference;
-    while (unit + 1 < sizeof units / sizeof units[0] && scaled_reference >= 768.0 * 1024) {
+    while (unit + 1 < scale->unit_count && scaled_reference >= scale->threshold) {
         unit++;
-        size = floor_divide(size, 1024);
-        scaled_reference /= 1024;
+        value = floor_divide(value, scale->step);
+        scaled_reference /= (double)scale->step;
     }
-    snprintf(cell, 32, "%6lld %s", (long long)size, units[unit]);
+    snprintf(cell, 32, scale->format, (long long)value, scale->units[unit]);
 }
-
-static void format_count(char cell[32], int64_t count, int64_t reference)
-{
-    static const char *const units[] = {" ", "K", "M"};
-    size_t unit = 0;
-    double scaled_reference = (double)reference;
-    while (unit + 1 < sizeof units / sizeof units[0] && scaled_reference >= 750.0 * 1000) {
-        unit++;
-        count = floor_divide(count, 1000);
-        scaled_reference /= 1000;
-    }
-    snprintf(cell, 32, "%7lld %s ", (long long)count, units[unit]);
-}
-
-typedef void (*cell_formatter)(char cell[32], int64_t value, int64_t reference);
 
 static void row(struct text *text, const char *name, const struct gpucache_stat *stat,
-                const struct gpucache_stat *reference, cell_formatter format)
+                const struct gpucache_stat *reference, const struct unit_scale *scale)
 {
     char cells[4][32];
-    format(cells[0], stat->current, reference->current);
-    format(cells[1], stat->peak, reference->peak);
-    format(cells[2], stat->allocated, reference->allocated);
-    format(cells[3], stat->freed, reference->freed);
+    format_cell(cells[0], scale, stat->current, reference->current);
+    format_cell(cells[1], scale, stat->peak, reference->peak);
+    format_cell(cells[2], scale, stat->allocated, reference->allocated);
+    format_cell(cells[3], scale, stat->freed, reference->freed);
     append(text, "| %-21s | %s | %s | %s | %s |\n", name, cells[0], cells[1], cells[2], cells[3]);
 }
 
@@ -99,35 +97,35 @@ size_t gpucache_stats_to_summary(const struct gpucache_stats *stats, int device,
     const struct {
         const struct gpucache_stat *array;
         const char *name;
-        cell_formatter format;
+        const struct unit_scale *scale;
     } metrics[] = {
-        {stats->allocated_bytes, "Allocated memory", format_size},
-        {stats->active_bytes, "Active memory", format_size},
-        {stats->requested_bytes, "Requested memory", format_size},
-        {stats->reserved_bytes, "GPU reserved memory", format_size},
-        {stats->inactive_split_bytes, "Non-releasable memory", format_size},
-        {stats->allocation, "Allocations", format_count},
-        {stats->active, "Active allocs", format_count},
-        {stats->segment, "GPU reserved segments", format_count},
-        {stats->inactive_split, "Non-releasable allocs", format_count},
+        {stats->allocated_bytes, "Allocated memory", &bytes_scale},
+        {stats->active_bytes, "Active memory", &bytes_scale},
+        {stats->requested_bytes, "Requested memory", &bytes_scale},
+        {stats->reserved_bytes, "GPU reserved memory", &bytes_scale},
+        {stats->inactive_split_bytes, "Non-releasable memory", &bytes_scale},
+        {stats->allocation, "Allocations", &count_scale},
+        {stats->active, "Active allocs", &count_scale},
+        {stats->segment, "GPU reserved segments", &count_scale},
+        {stats->inactive_split, "Non-releasable allocs", &count_scale},
     };
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
         const struct gpucache_stat *all = &metrics[i].array[GPUCACHE_STAT_ALL];
         rule(&text, '-');
-        row(&text, metrics[i].name, all, all, metrics[i].format);
+        row(&text, metrics[i].name, all, all, metrics[i].scale);
         if (abbreviated)
             continue;
         row(&text, "      from large pool", &metrics[i].array[GPUCACHE_STAT_LARGE_POOL], all,
-            metrics[i].format);
+            metrics[i].scale);
         row(&text, "      from small pool", &metrics[i].array[GPUCACHE_STAT_SMALL_POOL], all,
-            metrics[i].format);
+            metrics[i].scale);
     }
     rule(&text, '-');
     row(&text, "Oversize allocations", &stats->oversize_allocations, &stats->oversize_allocations,
-        format_count);
+        &count_scale);
     rule(&text, '-');
     row(&text, "Oversize GPU segments", &stats->oversize_segments, &stats->oversize_segments,
-        format_count);
+        &count_scale);
     rule(&text, '=');
     return text.length;
 }
