@@ -4,20 +4,11 @@
  *   memory_info cache   (default configuration)
  *   memory_info raw     (GPUCACHE_ALLOC_CONF=meminfo:raw) */
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <string.h>
 
 #include "test_support.h"
 
 #define BLOCK (64u << 20)
-
-static size_t physical_bytes(void)
-{
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    size_t (*bytes)(int) = (size_t (*)(int))dlsym(driver, "gpusim_physical_bytes");
-    CHECK(bytes != NULL, "not the simulated driver");
-    return bytes(0);
-}
 
 int main(int argc, char **argv)
 {
@@ -28,7 +19,7 @@ int main(int argc, char **argv)
     size_t free_before, free_in_use, free_after, total;
     CHECK_CUDA(cudaFree(0));
     CHECK_CUDA(cudaMemGetInfo(&free_before, &total));
-    size_t physical_before = physical_bytes();
+    size_t physical_before = simulated_physical_bytes(0);
 
     void *pointer = NULL;
     CHECK_CUDA(cudaMalloc(&pointer, BLOCK));
@@ -38,7 +29,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaFree(pointer));
     CHECK_CUDA(cudaMemGetInfo(&free_after, &total));
 
-    size_t held = physical_bytes() - physical_before;
+    size_t held = simulated_physical_bytes(0) - physical_before;
     CHECK(held >= BLOCK, "the cache gave the segment back (%zu bytes held)", held);
     if (raw)
         CHECK(free_after == free_before - held,

@@ -11,14 +11,6 @@
 #define ROUNDS 100
 #define BLOCK (1u << 20)
 
-static size_t physical_bytes(void)
-{
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    size_t (*bytes)(int) = (size_t (*)(int))dlsym(driver, "gpusim_physical_bytes");
-    CHECK(bytes != NULL, "not the simulated driver");
-    return bytes(0);
-}
-
 int main(void)
 {
     CHECK(library_is_loaded(), "run this under the library");
@@ -33,7 +25,7 @@ int main(void)
     CHECK_CUDA(cudaFree(0));
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    size_t physical_before = physical_bytes();
+    size_t physical_before = simulated_physical_bytes(0);
     unsigned long long allocs_before = simulated_driver_calls("cuMemAlloc_v2");
     for (unsigned i = 0; i < ROUNDS; i++) {
         void *pointer = allocate(BLOCK, 0, stream);
@@ -44,7 +36,7 @@ int main(void)
     CHECK_CUDA(cudaStreamSynchronize(stream));
     unsigned long long allocs = simulated_driver_calls("cuMemAlloc_v2") - allocs_before;
     CHECK(allocs <= 1, "%llu driver allocations for %d gpucache_malloc calls", allocs, ROUNDS);
-    CHECK(physical_bytes() > physical_before, "nothing cached");
+    CHECK(simulated_physical_bytes(0) > physical_before, "nothing cached");
 
     void *foreign = NULL;
     CHECK_CUDA(cudaMallocManaged(&foreign, BLOCK, cudaMemAttachGlobal));
@@ -54,8 +46,8 @@ int main(void)
           "the foreign pointer was not freed by the driver");
 
     empty_cache();
-    CHECK(physical_bytes() == physical_before, "empty_cache kept %zu bytes",
-          physical_bytes() - physical_before);
+    CHECK(simulated_physical_bytes(0) == physical_before, "empty_cache kept %zu bytes",
+          simulated_physical_bytes(0) - physical_before);
     CHECK_CUDA(cudaStreamDestroy(stream));
     return 0;
 }

@@ -15,6 +15,17 @@ unsigned long long simulated_driver_calls(const char *name)
     return count;
 }
 
+size_t simulated_physical_bytes(int device)
+{
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!driver)
+        return 0;
+    size_t (*physical_bytes)(int) = (size_t (*)(int))dlsym(driver, "gpusim_physical_bytes");
+    size_t bytes = physical_bytes ? physical_bytes(device) : 0;
+    dlclose(driver);
+    return bytes;
+}
+
 bool simulated_driver_present(void)
 {
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

@@ -30,6 +30,9 @@
  * from the simulator in this process; 0 on a real driver. */
 unsigned long long simulated_driver_calls(const char *name);
 
+/* Physical bytes the simulator holds on `device` (0 on a real driver). */
+size_t simulated_physical_bytes(int device);
+
 /* True when the loaded libcuda.so.1 is the simulator, whose call counts
  * the tests read; false on a real GPU (scripts/gpu-check.sh counts there). */
 bool simulated_driver_present(void);
