@@ -1,7 +1,7 @@
 /* Per-device bookkeeping behind the hooks. Hot paths (finding the allocator
  * for a context) read atomics; everything that changes takes the device's
- * lock, which is never held across a call into the allocator or a driver
- * call that may block. */
+ * lock, which is never held across a call into a live allocator (which
+ * calls back here for events) or a driver call that may block. */
 #include "device_state.h"
 
 #include <pthread.h>
@@ -196,21 +196,29 @@ void device_forget(int device)
     if (!state)
         return;
     pthread_mutex_lock(&state->lock);
-    if (state->context) {
+    struct gpucache_allocator *abandoned = state->context ? state->allocator : NULL;
+    if (abandoned) {
         /* The driver already freed the memory, the events and the streams
          * together with the context: forget them without a call. */
-        struct gpucache_allocator *abandoned = state->allocator;
-        gpucache_allocator_get_stats(abandoned, &state->retired_stats);
-        state->has_retired_stats = true;
         __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
         __atomic_store_n(&state->allocator, NULL, __ATOMIC_RELEASE);
-        gpucache_allocator_abandon(abandoned);
         __atomic_add_fetch(&state->generation, 1, __ATOMIC_ACQ_REL);
         state->idle_event_count = 0;
         state->stream_count = 0;
         memset(state->peer_granted, 0, sizeof state->peer_granted);
         __atomic_store_n(&state->pool_generation_checked, 0, __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&state->lock);
+    if (!abandoned)
+        return;
+    /* Outside the device lock: the allocator takes its own lock, and calls
+     * back into this registry (for events) while it holds it. */
+    struct gpucache_stats stats;
+    gpucache_allocator_get_stats(abandoned, &stats);
+    gpucache_allocator_abandon(abandoned);
+    pthread_mutex_lock(&state->lock);
+    state->retired_stats = stats;
+    state->has_retired_stats = true;
     pthread_mutex_unlock(&state->lock);
 }
 
