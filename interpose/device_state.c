@@ -66,9 +66,13 @@ int device_count_limit(void)
     return GPUCACHE_MAX_DEVICES;
 }
 
-void device_set_thread_context(CUcontext context)
+gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
+                                size_t size, gpucache_stream stream, uint64_t *address)
 {
     thread_context = context;
+    gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
+    thread_context = NULL;
+    return result;
 }
 
 CUcontext device_thread_context(void)

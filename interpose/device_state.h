@@ -79,9 +79,13 @@ void device_pools_changed(void);
 /* The device count the registry has room for. */
 int device_count_limit(void);
 
-/* The context of this thread that the current hook already looked up, so
- * driver callbacks made inside the hook need not ask the driver again. */
-void device_set_thread_context(CUcontext context);
+/* Allocates from `allocator` (which serves `context`, current on this
+ * thread). Driver calls the allocator makes meanwhile know the current
+ * context from device_thread_context() without asking the driver. */
+gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
+                                size_t size, gpucache_stream stream, uint64_t *address);
+
+/* The current context while this thread is inside device_allocate, or NULL. */
 CUcontext device_thread_context(void);
 
 #endif

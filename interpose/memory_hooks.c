@@ -30,10 +30,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     struct gpucache_allocator *allocator = device_allocator_for(device, context);
     if (!allocator)
         return driver->mem_alloc_v2(dptr, bytesize);
-    device_set_thread_context(context);
     uint64_t address = 0;
-    gpucache_result result = gpucache_allocator_malloc(allocator, bytesize, 0, &address);
-    device_set_thread_context(NULL);
+    gpucache_result result = device_allocate(allocator, context, bytesize, 0, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;
@@ -112,10 +110,8 @@ static CUresult allocate_async(const struct real_driver *driver,
     struct gpucache_allocator *allocator = allocator_for_stream(driver, token, stream, &context);
     if (!allocator)
         return real_alloc_async(dptr, bytesize, stream);
-    device_set_thread_context(context);
     uint64_t address = 0;
-    gpucache_result result = gpucache_allocator_malloc(allocator, bytesize, token, &address);
-    device_set_thread_context(NULL);
+    gpucache_result result = device_allocate(allocator, context, bytesize, token, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;

@@ -30,11 +30,9 @@ void *gpucache_malloc(size_t size, int device, cudaStream_t stream)
     struct gpucache_allocator *allocator = device_allocator_for(device, context);
     if (!allocator)
         return NULL;
-    device_set_thread_context(context);
     uint64_t address = 0;
-    gpucache_result result = gpucache_allocator_malloc(
-        allocator, size, stream_token((CUstream)stream, false), &address);
-    device_set_thread_context(NULL);
+    gpucache_result result = device_allocate(allocator, context, size,
+                                             stream_token((CUstream)stream, false), &address);
     return result == GPUCACHE_SUCCESS ? (void *)(uintptr_t)address : NULL;
 }
 
