@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds gpucache and runs every suite: the plain build with -Werror, the
-# ASan/UBSan build, the TSan build of the multithreaded tests, and a bounded
-# fuzzing run of the configuration parser.
+# ASan/UBSan build, the TSan build of the multithreaded tests, and bounded
+# fuzzing runs of the configuration parser and the trace readers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -40,5 +40,13 @@ mkdir -p build-fuzz/corpus
 build-fuzz/config/fuzz_config_parser -max_total_time="${GPUCACHE_FUZZ_SECONDS:-30}" \
     -max_len=512 build-fuzz/corpus config/fuzz-corpus/ >fuzz-config.log 2>&1 \
     || { tail -40 fuzz-config.log; exit 1; }
-echo "fuzz: $(grep -c . fuzz-config.log) log lines, no crash"
+echo "fuzz: configuration parser, $(grep -c . fuzz-config.log) log lines, no crash"
+
+echo "== fuzzing the trace readers (CSV, pickle, JSON)"
+ninja -C build-fuzz tools/replay/fuzz_trace_readers >/dev/null
+mkdir -p build-fuzz/trace-corpus
+build-fuzz/tools/replay/fuzz_trace_readers -max_total_time="${GPUCACHE_FUZZ_SECONDS:-30}" \
+    -max_len=4096 build-fuzz/trace-corpus >fuzz-traces.log 2>&1 \
+    || { tail -40 fuzz-traces.log; exit 1; }
+echo "fuzz: trace readers, $(grep -c . fuzz-traces.log) log lines, no crash"
 echo "all suites passed"
