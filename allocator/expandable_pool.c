@@ -746,17 +746,23 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
     return released;
 }
 
-/* A free block garbage collection may shrink: in the large pool (as
- * PyTorch collects), followed by unmapped space or the reservation's end
- * (so that mapped space only shrinks from the end of a run; with
- * expandable_segments_gc_holes also between live blocks), holding a whole
- * page, and idle (collection never waits for a stream). */
-static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
+/* A free block garbage collection may shrink once it is idle: in the large
+ * pool (as PyTorch collects), followed by unmapped space or the
+ * reservation's end (so that mapped space only shrinks from the end of a
+ * run; with expandable_segments_gc_holes also between live blocks), and
+ * holding a whole page. */
+static bool collectable_when_idle(struct gpucache_allocator *allocator, const struct block *block)
 {
     bool ends_run = block->next == NULL || block->next->state == BLOCK_UNMAPPED;
     return in_expandable_segment(block) &&
            (ends_run || allocator->config->expandable_segments_gc_holes) &&
-           has_whole_page(block) && !may_be_in_use(allocator, block);
+           has_whole_page(block);
+}
+
+/* Collection never waits for a stream. */
+static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
+{
+    return collectable_when_idle(allocator, block) && !may_be_in_use(allocator, block);
 }
 
 /* Collection never waits, but free blocks whose stream may still use them
@@ -767,8 +773,8 @@ static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
 {
     struct block *block;
     RB_FOREACH(block, free_tree, &allocator->pools[POOL_LARGE].free_blocks) {
-        if (!in_expandable_segment(block) || block->stream == STREAM_RETIRED ||
-            !may_be_in_use(allocator, block) || !has_whole_page(block))
+        if (block->stream == STREAM_RETIRED || !collectable_when_idle(allocator, block) ||
+            !may_be_in_use(allocator, block))
             continue;
         struct stream_state *state = stream_state_find(allocator, block->stream, true);
         if (state != NULL && state->oldest == NULL && state->fenced_tick < block->free_tick)
