@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 from snapshot_writer import MiB, SnapshotWriter
+import variable_shape_trace
 
 SKIP = 77
 HEADER = "Thread,Time,Action,Pointer,Size,Stream"
@@ -193,6 +194,32 @@ def case_expandable_examples(tool, workdir, _traces):
           f"example 5: blocks {blocks}, expected the 60 MiB block where the 40 was")
     check(stat(configuration, "reserved_bytes.all.peak") == 60 * MiB,
           f"example 5: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 60 MiB")
+    return 0
+
+
+def case_variable_shape(tool, workdir, _traces):
+    """The workload expandable segments are for: sequence lengths that change
+    every step. Expandable segments reserve less than plain ones and keep
+    utilisation at 95 % or more; the beyond-PyTorch keys replay it too."""
+    path = os.path.join(workdir, "variable_shape.csv")
+    with open(path, "w", encoding="ascii") as out:
+        out.write("\n".join(variable_shape_trace.generate(40, 1)) + "\n")
+    report = replay_json(tool, path, "--device-memory", "3GiB", "--conf", "",
+                         "--conf", "expandable_segments:True",
+                         "--conf", "expandable_segments:True,"
+                                   "expandable_segments_hole_policy:fewest_new_pages,"
+                                   "per_process_memory_fraction:0.99,"
+                                   "garbage_collection_threshold:0.5,"
+                                   "expandable_segments_gc_holes:True")
+    native, expandable, beyond = report["configurations"]
+    check(all(c["completed"] for c in report["configurations"]), "a configuration failed")
+    check(stat(expandable, "reserved_bytes.all.peak") < stat(native, "reserved_bytes.all.peak"),
+          f"expandable reserved {stat(expandable, 'reserved_bytes.all.peak')}, plain "
+          f"{stat(native, 'reserved_bytes.all.peak')}")
+    check(expandable["utilisation"] >= 0.95,
+          f"expandable utilisation {expandable['utilisation']}, expected at least 0.95")
+    check(stat(beyond, "allocated_bytes.all.peak") == stat(expandable, "allocated_bytes.all.peak"),
+          "the placement and collection keys changed what was allocated")
     return 0
 
 
@@ -680,6 +707,7 @@ def case_shared_traces(tool, _workdir, traces):
 CASES = {
     "example-1": case_example_1,
     "expandable-examples": case_expandable_examples,
+    "variable-shape": case_variable_shape,
     "example-6": case_example_6,
     "csv-errors": case_csv_errors,
     "csv-preexisting": case_csv_preexisting,

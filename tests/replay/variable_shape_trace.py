@@ -56,7 +56,8 @@ def generate(steps, seed):
 
 def main():
     if len(sys.argv) < 2:
-        print(__doc__.strip().splitlines()[-9], file=sys.stderr)
+        print(next(line for line in __doc__.splitlines() if line.startswith("usage:")),
+              file=sys.stderr)
         return 2
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
