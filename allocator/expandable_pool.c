@@ -209,6 +209,23 @@ static struct block *find_run(struct gpucache_allocator *allocator, enum pool_ki
     return NULL;
 }
 
+/* Cuts an unmapped range at the page boundary `at`: `block` keeps what lies
+ * before it, `rest` (a spare struct) becomes the unmapped range from `at`
+ * on and enters the segment's tree. */
+static void split_unmapped(struct expandable_state *state, struct block *block, uint64_t at,
+                           struct block *rest)
+{
+    *rest = *block;
+    rest->address = at;
+    rest->size = block_end(block) - at;
+    rest->prev = block;
+    if (block->next != NULL)
+        block->next->prev = rest;
+    block->next = rest;
+    block->size = at - block->address;
+    RB_INSERT(unmapped_tree, &state->unmapped, rest);
+}
+
 /* Takes `block` out of its tree as part of a growing block; an unmapped
  * block reaching past `map_end` keeps its tail unmapped in `spare`. */
 static void detach_for_growth(struct gpucache_allocator *allocator,
@@ -221,17 +238,8 @@ static void detach_for_growth(struct gpucache_allocator *allocator,
     }
     RB_REMOVE(unmapped_tree, &state->unmapped, block);
     if (block_end(block) > map_end) {
-        struct block *rest = *spare;
+        split_unmapped(state, block, map_end, *spare);
         *spare = NULL;
-        *rest = *block;
-        rest->address = map_end;
-        rest->size = block_end(block) - map_end;
-        rest->prev = block;
-        if (block->next != NULL)
-            block->next->prev = rest;
-        block->next = rest;
-        block->size = map_end - block->address;
-        RB_INSERT(unmapped_tree, &state->unmapped, rest);
     }
     block->state = BLOCK_FREE;
     block->mapped = true;
@@ -461,15 +469,7 @@ static bool find_fewest_pages_placement(struct gpucache_allocator *allocator,
     struct block *rest = block_store_take(allocator);
     if (rest == NULL)
         return false;
-    *rest = *block;
-    rest->address = page_start;
-    rest->size = block_end(block) - page_start;
-    rest->prev = block;
-    if (block->next != NULL)
-        block->next->prev = rest;
-    block->next = rest;
-    block->size = page_start - block->address;
-    RB_INSERT(unmapped_tree, &state_of(best_segment)->unmapped, rest);
+    split_unmapped(state_of(best_segment), block, page_start, rest);
     placement->start = rest;
     placement->lead = best_address - page_start;
     placement->split_unmapped = true;

@@ -510,7 +510,9 @@ Test(vmm_allocator, garbage_collection_unmaps_idle_free_tails)
     cr_expect_eq(allocate_on(20 * MiB, 1), live + 20 * MiB, "stream 1 grows back in place");
 }
 
-Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+/* Stream 1: [live 20][idle free 300][live 20]; then a miss on stream 2
+ * runs the collection. Returns the free block's address. */
+static uint64_t collect_with_a_hole_between_live_blocks(void)
 {
     start_with_garbage_collection();
     allocate_on(20 * MiB, 1);
@@ -519,6 +521,12 @@ Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
     release(middle);
     gpucache_allocator_synchronized(allocator, true, 0);
     allocate_on(320 * MiB, 2);
+    return middle;
+}
+
+Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+{
+    collect_with_a_hole_between_live_blocks();
     cr_expect_eq(reserved(), 340 * MiB + 320 * MiB, "a hole between live blocks stays mapped");
     expect_consistent();
 }
@@ -652,13 +660,7 @@ Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
 Test(vmm_allocator, garbage_collection_of_holes_unmaps_free_blocks_between_live_ones)
 {
     config.expandable_segments_gc_holes = true;
-    start_with_garbage_collection();
-    allocate_on(20 * MiB, 1);
-    uint64_t middle = allocate_on(300 * MiB, 1);
-    allocate_on(20 * MiB, 1);
-    release(middle);
-    gpucache_allocator_synchronized(allocator, true, 0);
-    allocate_on(320 * MiB, 2);
+    uint64_t middle = collect_with_a_hole_between_live_blocks();
     cr_expect_eq(reserved(), 40 * MiB + 320 * MiB, "the 15 whole pages of the hole went back");
     cr_expect_eq(accounting_driver_used_bytes(device), 360 * MiB);
     expect_consistent();
