@@ -671,6 +671,26 @@ static bool in_expandable_segment(const struct block *block)
     return block->segment->kind == SEGMENT_EXPANDABLE;
 }
 
+/* What a free block could grow to without moving: itself and the unmapped
+ * range after it. */
+static size_t growable_size(const struct block *block)
+{
+    bool unmapped_after = block->next != NULL && block->next->state == BLOCK_UNMAPPED;
+    return block->size + (unmapped_after ? block->next->size : 0);
+}
+
+struct block *expandable_pool_prefer_fixed_blocks(struct block *found)
+{
+    if (!in_expandable_segment(found))
+        return found; /* plain segments: no walk on the hot path */
+    for (struct block *next = RB_NEXT(free_tree, NULL, found);
+         next != NULL && in_expandable_segment(found) && next->stream == found->stream &&
+         growable_size(next) < growable_size(found);
+         next = RB_NEXT(free_tree, NULL, found))
+        found = next;
+    return found;
+}
+
 /* Whether work on the stream of a free block may still use it (it was
  * freed stream-ordered and no fence since says that work is done). */
 static bool may_be_in_use(struct gpucache_allocator *allocator, const struct block *block)

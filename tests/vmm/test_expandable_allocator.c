@@ -687,3 +687,18 @@ Test(vmm_allocator, garbage_collection_fences_busy_blocks_for_the_next_miss)
     cr_expect_eq(stats().num_alloc_retries, 0);
     expect_consistent();
 }
+
+/* PyTorch's best fit in expandable segments judges a free block followed by
+ * unmapped space by what it could grow to, so a larger free block elsewhere
+ * is taken and the growable tail is kept. */
+Test(vmm_allocator, best_fit_keeps_the_growable_tail)
+{
+    start();
+    allocate(10 * MiB);
+    uint64_t hole = allocate(10 * MiB);
+    allocate(12 * MiB); /* [0, 32) live but the hole; [32, 40) free tail */
+    release_now(hole);
+    cr_expect_eq(allocate(8 * MiB), hole, "the 10 MiB hole, not the 8 MiB growable tail");
+    cr_expect_eq(allocate(8 * MiB), hole + 22 * MiB, "then the tail");
+    expect_consistent();
+}
