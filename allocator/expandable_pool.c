@@ -791,6 +791,9 @@ static bool collectable(struct gpucache_allocator *allocator, const struct block
  * once the stream's work has passed it. */
 static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
 {
+    /* There an epoch closes with a device synchronize: a wait. */
+    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE)
+        return;
     struct block *block;
     RB_FOREACH(block, free_tree, &allocator->pools[POOL_LARGE].free_blocks) {
         if (block->stream == STREAM_RETIRED || !collectable_when_idle(allocator, block) ||

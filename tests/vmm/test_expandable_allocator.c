@@ -702,3 +702,15 @@ Test(vmm_allocator, best_fit_keeps_the_growable_tail)
     cr_expect_eq(allocate(8 * MiB), hole + 22 * MiB, "then the tail");
     expect_consistent();
 }
+
+Test(vmm_allocator, garbage_collection_never_synchronizes_to_fence_busy_blocks)
+{
+    config.reuse = GPUCACHE_REUSE_CONSERVATIVE;
+    start_with_garbage_collection();
+    allocate_on(20 * MiB, 1);
+    release_on(allocate_on(300 * MiB, 1), 1);
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(stats().num_device_synchronizations, 0,
+                 "with reuse:conservative a fence would be a device synchronize");
+    expect_consistent();
+}
