@@ -633,7 +633,9 @@ Test(vmm_allocator, fewest_new_pages_policy_maps_the_fewest_pages)
  * at the second unmapped page, two when it starts at the run's start. The
  * placement starts at a page boundary inside the unmapped range, which is
  * cut there; what precedes stays unmapped. */
-Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
+/* [live 15][free 5 | unmapped pages 1 and 2 | free 14][live 6]; returns
+ * the first block's address (the reservation's start). */
+static uint64_t two_unmapped_pages_between_free_blocks(void)
 {
     config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
     start();
@@ -647,6 +649,12 @@ Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
     cr_assert_eq(reserved(), 40 * MiB);
     release(tail_free);
     gpucache_allocator_synchronized(allocator, true, 0);
+    return base;
+}
+
+Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
+{
+    uint64_t base = two_unmapped_pages_between_free_blocks();
     unsigned long created = pages_created();
     cr_expect_eq(allocate(30 * MiB), base + 40 * MiB, "starts at the second unmapped page");
     cr_expect_eq(pages_created(), created + 1);
@@ -712,5 +720,24 @@ Test(vmm_allocator, garbage_collection_never_synchronizes_to_fence_busy_blocks)
     allocate_on(320 * MiB, 2);
     cr_expect_eq(stats().num_device_synchronizations, 0,
                  "with reuse:conservative a fence would be a device synchronize");
+    expect_consistent();
+}
+
+/* The placement cut the unmapped range at page 2; a failed map joins it
+ * again, so the segment is as before. */
+Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
+{
+    uint64_t base = two_unmapped_pages_between_free_blocks();
+    /* The first growth and the one after the retry chain released the
+     * cache both fail. */
+    unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
+    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 1, 2, GPUCACHE_ERROR_OUT_OF_MEMORY);
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 30 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 2);
+    cr_expect_eq(reserved(), 40 * MiB);
+    expect_consistent();
+    cr_expect_eq(allocate(30 * MiB), base + 40 * MiB);
     expect_consistent();
 }
