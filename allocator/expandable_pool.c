@@ -209,6 +209,23 @@ static struct block *find_run(struct gpucache_allocator *allocator, enum pool_ki
     return NULL;
 }
 
+/* Cuts an unmapped range at the page boundary `at`: `block` keeps what lies
+ * before it, `rest` (a spare struct) becomes the unmapped range from `at`
+ * on and enters the segment's tree. */
+static void split_unmapped(struct expandable_state *state, struct block *block, uint64_t at,
+                           struct block *rest)
+{
+    *rest = *block;
+    rest->address = at;
+    rest->size = block_end(block) - at;
+    rest->prev = block;
+    if (block->next != NULL)
+        block->next->prev = rest;
+    block->next = rest;
+    block->size = at - block->address;
+    RB_INSERT(unmapped_tree, &state->unmapped, rest);
+}
+
 /* Takes `block` out of its tree as part of a growing block; an unmapped
  * block reaching past `map_end` keeps its tail unmapped in `spare`. */
 static void detach_for_growth(struct gpucache_allocator *allocator,
@@ -221,17 +238,8 @@ static void detach_for_growth(struct gpucache_allocator *allocator,
     }
     RB_REMOVE(unmapped_tree, &state->unmapped, block);
     if (block_end(block) > map_end) {
-        struct block *rest = *spare;
+        split_unmapped(state, block, map_end, *spare);
         *spare = NULL;
-        *rest = *block;
-        rest->address = map_end;
-        rest->size = block_end(block) - map_end;
-        rest->prev = block;
-        if (block->next != NULL)
-            block->next->prev = rest;
-        block->next = rest;
-        block->size = map_end - block->address;
-        RB_INSERT(unmapped_tree, &state->unmapped, rest);
     }
     block->state = BLOCK_FREE;
     block->mapped = true;
@@ -327,25 +335,6 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
     return GPUCACHE_SUCCESS;
 }
 
-gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
-                                        enum pool_kind pool, gpucache_stream stream,
-                                        size_t rounded_size, struct block **out)
-{
-    struct block *start = find_run(allocator, pool, stream, rounded_size);
-    struct segment *created = NULL;
-    if (start == NULL) {
-        gpucache_result result = create_segment(allocator, pool, stream, rounded_size, &created);
-        if (result != GPUCACHE_SUCCESS)
-            return result;
-        start = RB_MIN(unmapped_tree, &state_of(created)->unmapped);
-    }
-    gpucache_result result = grow_run(allocator, start, stream, rounded_size, out);
-    /* A segment made for this request and still empty is not kept. */
-    if (result != GPUCACHE_SUCCESS && created != NULL)
-        destroy_segment(allocator, created);
-    return result;
-}
-
 /* Merges the unmapped block `block` with unmapped neighbours; returns the
  * block that holds the range afterwards. */
 static struct block *merge_unmapped(struct gpucache_allocator *allocator,
@@ -362,6 +351,193 @@ static struct block *merge_unmapped(struct gpucache_allocator *allocator,
         return prev;
     }
     return block;
+}
+
+/* Where growth starts: `start` is a free or unmapped block, and the request
+ * begins `lead` bytes into it (0 under PyTorch's policy). */
+struct placement {
+    struct block *start;
+    size_t lead;
+    /* An unmapped block split at a page boundary for this placement: merged
+     * back with `start` if the growth fails. */
+    bool split_unmapped;
+};
+
+/* The maximal run of free and unmapped blocks around `unmapped` usable by
+ * `stream`: its first block and its end. */
+static struct block *usable_run(struct gpucache_allocator *allocator, struct block *unmapped,
+                                gpucache_stream stream, uint64_t *end)
+{
+    struct block *first = unmapped;
+    while (first->prev != NULL && usable_for_growth(allocator, first->prev, stream))
+        first = first->prev;
+    struct block *last = unmapped;
+    while (last->next != NULL && usable_for_growth(allocator, last->next, stream))
+        last = last->next;
+    *end = block_end(last);
+    return first;
+}
+
+/* The placement that maps the fewest new pages among the runs of free and
+ * unmapped space of the stream's segments (vmm/'s fewest-new-pages hole
+ * search); lowest segment and address on ties. */
+static bool find_fewest_pages_placement(struct gpucache_allocator *allocator,
+                                        enum pool_kind pool, gpucache_stream stream,
+                                        size_t size, struct placement *placement)
+{
+    struct gpucache_free_range *ranges = NULL;
+    struct block **range_starts = NULL;
+    size_t capacity = 0;
+    size_t best_pages = SIZE_MAX;
+    struct segment *best_segment = NULL;
+    uint64_t best_address = 0;
+    struct segment *segment;
+    RB_FOREACH(segment, segment_tree, &allocator->segments) {
+        if (segment->kind != SEGMENT_EXPANDABLE || segment->pool != pool ||
+            segment->stream != stream)
+            continue;
+        struct expandable_state *state = state_of(segment);
+        size_t count = 0;
+        uint64_t covered_end = 0;
+        struct block *unmapped;
+        RB_FOREACH(unmapped, unmapped_tree, &state->unmapped) {
+            if (unmapped->address < covered_end)
+                continue; /* inside the run of an earlier unmapped block */
+            uint64_t end = 0;
+            struct block *first = usable_run(allocator, unmapped, stream, &end);
+            covered_end = end;
+            if (count == capacity) {
+                size_t grown = capacity == 0 ? 16 : capacity * 2;
+                struct gpucache_free_range *more_ranges =
+                    realloc(ranges, grown * sizeof *ranges);
+                if (more_ranges != NULL)
+                    ranges = more_ranges;
+                struct block **more_starts = realloc(range_starts, grown * sizeof *range_starts);
+                if (more_starts != NULL)
+                    range_starts = more_starts;
+                if (more_ranges == NULL || more_starts == NULL)
+                    break; /* no host memory: search what is collected so far */
+                capacity = grown;
+            }
+            ranges[count].offset = first->address - segment->base;
+            ranges[count].length = end - first->address;
+            range_starts[count++] = first;
+        }
+        size_t offset = 0;
+        if (!gpucache_expandable_segment_find_hole(state->pages, ranges, count, size,
+                                                   GPUCACHE_HOLE_FEWEST_NEW_PAGES, &offset))
+            continue;
+        size_t new_pages = gpucache_expandable_segment_unmapped_pages(state->pages, offset, size);
+        if (new_pages < best_pages) {
+            best_pages = new_pages;
+            best_segment = segment;
+            best_address = segment->base + offset;
+        }
+        if (best_pages == 0)
+            break;
+    }
+    free(ranges);
+    free(range_starts);
+    if (best_segment == NULL)
+        return false;
+    /* The block holding the chosen address, found from the unmapped block
+     * whose run contains it. */
+    struct block *block = NULL;
+    struct block *unmapped;
+    RB_FOREACH(unmapped, unmapped_tree, &state_of(best_segment)->unmapped) {
+        uint64_t end = 0;
+        struct block *first = usable_run(allocator, unmapped, stream, &end);
+        if (first->address <= best_address && best_address < end) {
+            block = first;
+            break;
+        }
+    }
+    while (block_end(block) <= best_address)
+        block = block->next;
+    placement->start = block;
+    placement->lead = best_address - block->address;
+    placement->split_unmapped = false;
+    if (block->state != BLOCK_UNMAPPED)
+        return true;
+    /* Pages of an unmapped block before the page of the chosen address stay
+     * unmapped: the block is cut at that page. */
+    struct gpucache_expandable_segment *pages = state_of(best_segment)->pages;
+    uint64_t page_start = best_segment->base + (best_address - best_segment->base) /
+                                                   pages->page_size * pages->page_size;
+    if (page_start == block->address)
+        return true;
+    struct block *rest = block_store_take(allocator);
+    if (rest == NULL)
+        return false;
+    split_unmapped(state_of(best_segment), block, page_start, rest);
+    placement->start = rest;
+    placement->lead = best_address - page_start;
+    placement->split_unmapped = true;
+    return true;
+}
+
+/* Gives the first `lead` bytes of the grown free block back to the free
+ * pool as a block of their own; returns the rest. */
+static struct block *split_off_lead(struct gpucache_allocator *allocator, struct block *grown,
+                                    size_t lead, struct block *front)
+{
+    count_split(allocator, grown, -1);
+    *front = *grown;
+    front->size = lead;
+    front->next = grown;
+    if (grown->prev != NULL)
+        grown->prev->next = front;
+    grown->prev = front;
+    grown->address += lead;
+    grown->size -= lead;
+    free_pool_insert(allocator, front);
+    count_split(allocator, front, 1);
+    count_split(allocator, grown, 1);
+    return grown;
+}
+
+gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
+                                        enum pool_kind pool, gpucache_stream stream,
+                                        size_t rounded_size, struct block **out)
+{
+    struct placement placement = {NULL, 0, false};
+    if (allocator->config->expandable_segments_hole_policy ==
+        GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES) {
+        if (!find_fewest_pages_placement(allocator, pool, stream, rounded_size, &placement))
+            placement = (struct placement){NULL, 0, false};
+    } else {
+        placement.start = find_run(allocator, pool, stream, rounded_size);
+    }
+    struct block *front = NULL;
+    if (placement.lead != 0 && (front = block_store_take(allocator)) == NULL) {
+        /* No host memory for the split: grow in a new segment instead. */
+        if (placement.split_unmapped)
+            merge_unmapped(allocator, state_of(placement.start->segment), placement.start);
+        placement = (struct placement){NULL, 0, false};
+    }
+    struct segment *created = NULL;
+    if (placement.start == NULL) {
+        gpucache_result result = create_segment(allocator, pool, stream, rounded_size, &created);
+        if (result != GPUCACHE_SUCCESS)
+            return result;
+        placement.start = RB_MIN(unmapped_tree, &state_of(created)->unmapped);
+    }
+    struct segment *segment = placement.start->segment;
+    gpucache_result result =
+        grow_run(allocator, placement.start, stream, placement.lead + rounded_size, out);
+    if (result != GPUCACHE_SUCCESS) {
+        if (placement.split_unmapped)
+            merge_unmapped(allocator, state_of(segment), placement.start);
+        /* A segment made for this request and still empty is not kept. */
+        if (created != NULL)
+            destroy_segment(allocator, created);
+    } else if (placement.lead != 0) {
+        *out = split_off_lead(allocator, *out, placement.lead, front);
+        front = NULL;
+    }
+    if (front != NULL)
+        block_store_give(allocator, front);
+    return result;
 }
 
 /* Unmaps the whole pages of the free block `block`. Returns the bytes of
@@ -495,6 +671,26 @@ static bool in_expandable_segment(const struct block *block)
     return block->segment->kind == SEGMENT_EXPANDABLE;
 }
 
+/* What a free block could grow to without moving: itself and the unmapped
+ * range after it. */
+static size_t growable_size(const struct block *block)
+{
+    bool unmapped_after = block->next != NULL && block->next->state == BLOCK_UNMAPPED;
+    return block->size + (unmapped_after ? block->next->size : 0);
+}
+
+struct block *expandable_pool_prefer_fixed_blocks(struct block *found)
+{
+    if (!in_expandable_segment(found))
+        return found; /* plain segments: no walk on the hot path */
+    for (struct block *next = RB_NEXT(free_tree, NULL, found);
+         next != NULL && in_expandable_segment(found) && next->stream == found->stream &&
+         growable_size(next) < growable_size(found);
+         next = RB_NEXT(free_tree, NULL, found))
+        found = next;
+    return found;
+}
+
 /* Whether work on the stream of a free block may still use it (it was
  * freed stream-ordered and no fence since says that work is done). */
 static bool may_be_in_use(struct gpucache_allocator *allocator, const struct block *block)
@@ -570,20 +766,49 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
     return released;
 }
 
-/* A free block garbage collection may shrink: in the large pool (as
- * PyTorch collects), followed by unmapped space or the reservation's end
- * (so that mapped space only shrinks from the end of a run), holding a
- * whole page, and idle (collection never waits for a stream). */
+/* A free block garbage collection may shrink once it is idle: in the large
+ * pool (as PyTorch collects), followed by unmapped space or the
+ * reservation's end (so that mapped space only shrinks from the end of a
+ * run; with expandable_segments_gc_holes also between live blocks), and
+ * holding a whole page. */
+static bool collectable_when_idle(struct gpucache_allocator *allocator, const struct block *block)
+{
+    bool ends_run = block->next == NULL || block->next->state == BLOCK_UNMAPPED;
+    return in_expandable_segment(block) &&
+           (ends_run || allocator->config->expandable_segments_gc_holes) &&
+           has_whole_page(block);
+}
+
+/* Collection never waits for a stream. */
 static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
 {
-    return in_expandable_segment(block) &&
-           (block->next == NULL || block->next->state == BLOCK_UNMAPPED) &&
-           has_whole_page(block) && !may_be_in_use(allocator, block);
+    return collectable_when_idle(allocator, block) && !may_be_in_use(allocator, block);
+}
+
+/* Collection never waits, but free blocks whose stream may still use them
+ * would never become collectable if nobody asked: one fence per such stream
+ * (none while one is already in flight) lets the next collection take them
+ * once the stream's work has passed it. */
+static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
+{
+    /* There an epoch closes with a device synchronize: a wait. */
+    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE)
+        return;
+    struct block *block;
+    RB_FOREACH(block, free_tree, &allocator->pools[POOL_LARGE].free_blocks) {
+        if (block->stream == STREAM_RETIRED || !collectable_when_idle(allocator, block) ||
+            !may_be_in_use(allocator, block))
+            continue;
+        struct stream_state *state = stream_state_find(allocator, block->stream, true);
+        if (state != NULL && state->oldest == NULL && state->fenced_tick < block->free_tick)
+            epoch_close(allocator, state);
+    }
 }
 
 size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target)
 {
     struct pool *pool = &allocator->pools[POOL_LARGE];
+    request_fences_for_busy_blocks(allocator);
     int64_t reserved_before = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
     size_t reclaimed = 0;
     bool progress = true;

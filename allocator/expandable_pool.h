@@ -20,6 +20,13 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out);
 
+/* PyTorch's best fit among expandable blocks: `found` is the smallest free
+ * block that fits; a block followed by unmapped space is judged by what it
+ * could grow to, so the next larger blocks of the same stream are taken
+ * while each could grow to less than the one before. Keeps growable tails
+ * for requests that need them. `found` itself when it is not expandable. */
+struct block *expandable_pool_prefer_fixed_blocks(struct block *found);
+
 /* Unmaps the whole pages of every free block of every expandable segment,
  * after the work of each segment's stream that may still touch them is done;
  * a segment left with no mapped page gives its address range back. Returns

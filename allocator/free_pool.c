@@ -1,6 +1,7 @@
 /* The free trees of the two pools: best fit on (stream, size, address) in
  * O(log n), and the cross-stream fallback. */
 #include "allocator_internal.h"
+#include "expandable_pool.h"
 
 static int compare_keys(uint64_t a, uint64_t b)
 {
@@ -90,6 +91,7 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
     struct block *found = lower_bound(pool, stream, size);
     if (found == NULL || found->stream != stream)
         return NULL;
+    found = expandable_pool_prefer_fixed_blocks(found);
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
     if (!block_oversize_rules_accept(allocator, size, found->size))

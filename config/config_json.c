@@ -149,6 +149,13 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
     case GPUCACHE_KEY_REUSE: emit(writer, "\"%s\"", reuse_name(config->reuse)); break;
     case GPUCACHE_KEY_PASSTHROUGH: emit(writer, "%s", config->passthrough ? "true" : "false"); break;
     case GPUCACHE_KEY_MEMINFO: emit(writer, "\"%s\"", config->meminfo == GPUCACHE_MEMINFO_RAW ? "raw" : "cache_as_free"); break;
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY:
+        emit(writer, "\"%s\"",
+             config->expandable_segments_hole_policy == GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES
+                 ? "fewest_new_pages"
+                 : "lowest");
+        break;
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES: emit(writer, "%s", config->expandable_segments_gc_holes ? "true" : "false"); break;
     case GPUCACHE_KEY_REPORT: emit_optional_string(writer, config->report_path); break;
     case GPUCACHE_KEY_SUMMARY: emit_optional_string(writer, config->summary_path); break;
     case GPUCACHE_KEY_TRACE: emit_optional_string(writer, config->trace_path); break;

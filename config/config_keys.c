@@ -58,6 +58,10 @@ static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
      config_parse_boolean},
     {GPUCACHE_KEY_MEMINFO, "meminfo", NULL, "cache_as_free or raw",
      config_parse_choice},
+    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY, "expandable_segments_hole_policy", NULL,
+     "lowest or fewest_new_pages", config_parse_choice},
+    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES, "expandable_segments_gc_holes", NULL,
+     BOOLEAN_EXPECTED, config_parse_boolean},
     {GPUCACHE_KEY_REPORT, "report", NULL, PATH_EXPECTED ", or stderr",
      config_parse_path},
     {GPUCACHE_KEY_SUMMARY, "summary", NULL, PATH_EXPECTED ", or stderr",
@@ -146,6 +150,8 @@ static bool key_shapes_native_cache(enum gpucache_config_key key)
     case GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD:
     case GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB:
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE:
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY:
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES:
         return true;
     default:
         return false;

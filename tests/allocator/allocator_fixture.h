@@ -32,6 +32,11 @@ static inline void fixture_defaults(struct fixture *f)
     /* tests/vmm/ builds some of these suites again over expandable segments. */
     f->config.expandable_segments = true;
 #endif
+#ifdef GPUCACHE_TEST_EXPANDABLE_BEYOND_PYTORCH
+    /* ... and again with the placement and collection that go beyond it. */
+    f->config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
+    f->config.expandable_segments_gc_holes = true;
+#endif
 }
 
 /* The configuration a PYTORCH_ALLOC_CONF-style string gives. */

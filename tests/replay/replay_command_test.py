@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 from snapshot_writer import MiB, SnapshotWriter
+import variable_shape_trace
 
 SKIP = 77
 HEADER = "Thread,Time,Action,Pointer,Size,Stream"
@@ -121,6 +122,105 @@ def case_example_1(tool, workdir, _traces):
     table = run(tool, small_first).stdout.splitlines()
     check("peak reserved       256.00 MiB" in table, f"table row missing:\n" + "\n".join(table))
     check("fragmentation           50.00%" in table, "fragmentation row missing")
+
+
+def expandable_run(tool, workdir, name, trace):
+    """The one configuration of an expandable replay, with its final mapped
+    blocks as (offset from the reservation, size, state)."""
+    path = trace.write(os.path.join(workdir, name + ".csv"))
+    report = replay_json(tool, path, "--conf", "expandable_segments:True")
+    configuration = report["configurations"][0]
+    check(configuration["completed"], f"{name}: did not complete")
+    large = [s for s in configuration["segments"] if s["segment_type"] == "large"]
+    check(len(large) == 1, f"{name}: {len(large)} large segments, expected one reservation")
+    base = large[0]["address"]
+    # Blocks up to the peak reserved bytes; what lies beyond is unmapped.
+    mapped = stat(configuration, "reserved_bytes.all.current")
+    blocks = [(b["address"] - base, b["size"], b["state"]) for b in large[0]["blocks"]
+              if b["address"] - base < mapped]
+    return configuration, blocks
+
+
+def case_expandable_examples(tool, workdir, _traces):
+    """DESIGN.md section 6, examples 2-5, through `gpucache replay` with
+    expandable_segments:True (20 MiB pages)."""
+    base = 0x7F0000000000
+    # 2: alloc 16 maps one page; a second 16 maps the next page and the free
+    # 4 + 20 merge: [16 | 16 | 8 free], reserved 40.
+    trace = CsvTrace().allocate(base, 16 * MiB).allocate(base + (1 << 32), 16 * MiB)
+    configuration, blocks = expandable_run(tool, workdir, "example_2", trace)
+    check(stat(configuration, "reserved_bytes.all.peak") == 40 * MiB,
+          f"example 2: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 40 MiB")
+    check(blocks == [(0, 16 * MiB, "active_allocated"), (16 * MiB, 16 * MiB, "active_allocated"),
+                     (32 * MiB, 8 * MiB, "inactive")],
+          f"example 2: blocks {blocks}, expected [16 | 16 | 8 free]")
+    check(stat(configuration, "num_device_alloc") == 2, "example 2: expected two maps")
+    # Granularity and device size, the reservation, then per page a create,
+    # a map and an access grant.
+    check(configuration["driver_calls"] == 2 + 1 + 2 * 3,
+          f"example 2: {configuration['driver_calls']} driver calls, expected 9")
+    # 3: 8 x 16 (7 pages), free all, 4 x 32: no new physical pages.
+    trace = CsvTrace()
+    for index in range(8):
+        trace.allocate(base + index * 16 * MiB, 16 * MiB)
+    for index in range(8):
+        trace.free(base + index * 16 * MiB, 16 * MiB)
+    for index in range(4):
+        trace.allocate(base + (1 << 32) + index * 32 * MiB, 32 * MiB)
+    configuration, blocks = expandable_run(tool, workdir, "example_3", trace)
+    check(stat(configuration, "reserved_bytes.all.peak") == 140 * MiB,
+          f"example 3: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 140 MiB")
+    check(stat(configuration, "num_device_alloc") == 7,
+          f"example 3: {stat(configuration, 'num_device_alloc')} maps, expected the 7 of the "
+          "16 MiB requests and none for the 32 MiB ones")
+    check(blocks[:4] == [(i * 32 * MiB, 32 * MiB, "active_allocated") for i in range(4)],
+          f"example 3: blocks {blocks}")
+    # 4: 4 x 16, free #0 and #2: the largest free block is 16, so a 32 maps
+    # new pages at the segment's end.
+    trace = CsvTrace()
+    for index in range(4):
+        trace.allocate(base + index * 16 * MiB, 16 * MiB)
+    trace.free(base, 16 * MiB).free(base + 32 * MiB, 16 * MiB).allocate(base + (1 << 32), 32 * MiB)
+    configuration, blocks = expandable_run(tool, workdir, "example_4", trace)
+    check(stat(configuration, "reserved_bytes.all.peak") == 100 * MiB,
+          f"example 4: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 100 MiB")
+    check((64 * MiB, 32 * MiB, "active_allocated") in blocks,
+          f"example 4: blocks {blocks}, expected the 32 MiB block after the last 16")
+    check(stat(configuration, "num_device_alloc") == 5, "example 4: expected 4 + 1 maps")
+    # 5: alloc 40, free, alloc 60: the same pointer, reserved 60.
+    trace = CsvTrace().allocate(base, 40 * MiB).free(base, 40 * MiB).allocate(base, 60 * MiB)
+    configuration, blocks = expandable_run(tool, workdir, "example_5", trace)
+    check(blocks == [(0, 60 * MiB, "active_allocated")],
+          f"example 5: blocks {blocks}, expected the 60 MiB block where the 40 was")
+    check(stat(configuration, "reserved_bytes.all.peak") == 60 * MiB,
+          f"example 5: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 60 MiB")
+    return 0
+
+
+def case_variable_shape(tool, workdir, _traces):
+    """The workload expandable segments are for: sequence lengths that change
+    every step. Expandable segments reserve less than plain ones and keep
+    utilisation at 95 % or more; the beyond-PyTorch keys replay it too."""
+    path = os.path.join(workdir, "variable_shape.csv")
+    with open(path, "w", encoding="ascii") as out:
+        out.write("\n".join(variable_shape_trace.generate(40, 1)) + "\n")
+    report = replay_json(tool, path, "--device-memory", "3GiB", "--conf", "",
+                         "--conf", "expandable_segments:True",
+                         "--conf", "expandable_segments:True,"
+                                   "expandable_segments_hole_policy:fewest_new_pages,"
+                                   "per_process_memory_fraction:0.99,"
+                                   "garbage_collection_threshold:0.5,"
+                                   "expandable_segments_gc_holes:True")
+    native, expandable, beyond = report["configurations"]
+    check(all(c["completed"] for c in report["configurations"]), "a configuration failed")
+    check(stat(expandable, "reserved_bytes.all.peak") < stat(native, "reserved_bytes.all.peak"),
+          f"expandable reserved {stat(expandable, 'reserved_bytes.all.peak')}, plain "
+          f"{stat(native, 'reserved_bytes.all.peak')}")
+    check(expandable["utilisation"] >= 0.95,
+          f"expandable utilisation {expandable['utilisation']}, expected at least 0.95")
+    check(stat(beyond, "allocated_bytes.all.peak") == stat(expandable, "allocated_bytes.all.peak"),
+          "the placement and collection keys changed what was allocated")
+    return 0
 
 
 def case_example_6(tool, workdir, _traces):
@@ -606,6 +706,8 @@ def case_shared_traces(tool, _workdir, traces):
 
 CASES = {
     "example-1": case_example_1,
+    "expandable-examples": case_expandable_examples,
+    "variable-shape": case_variable_shape,
     "example-6": case_example_6,
     "csv-errors": case_csv_errors,
     "csv-preexisting": case_csv_preexisting,

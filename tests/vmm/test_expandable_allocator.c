@@ -510,7 +510,9 @@ Test(vmm_allocator, garbage_collection_unmaps_idle_free_tails)
     cr_expect_eq(allocate_on(20 * MiB, 1), live + 20 * MiB, "stream 1 grows back in place");
 }
 
-Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+/* Stream 1: [live 20][idle free 300][live 20]; then a miss on stream 2
+ * runs the collection. Returns the free block's address. */
+static uint64_t collect_with_a_hole_between_live_blocks(void)
 {
     start_with_garbage_collection();
     allocate_on(20 * MiB, 1);
@@ -519,6 +521,12 @@ Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
     release(middle);
     gpucache_allocator_synchronized(allocator, true, 0);
     allocate_on(320 * MiB, 2);
+    return middle;
+}
+
+Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+{
+    collect_with_a_hole_between_live_blocks();
     cr_expect_eq(reserved(), 340 * MiB + 320 * MiB, "a hole between live blocks stays mapped");
     expect_consistent();
 }
@@ -557,5 +565,179 @@ Test(vmm_allocator, growth_keeps_in_flight_memory_away_from_other_streams)
     cr_expect(other + 10 * MiB <= busy || other >= busy + 20 * MiB,
               "stream 2 got 0x%llx, inside memory stream 1 may still use",
               (unsigned long long)other);
+    expect_consistent();
+}
+
+/* PyTorch's should_split: with expandable segments every remainder of
+ * 512 bytes or more is split off, in the large pool too, so an allocation
+ * is exactly its rounded size (a plain segment keeps a large-pool remainder
+ * of up to 1 MiB inside the allocation; see split_merge's suite). */
+Test(vmm_allocator, large_pool_remainders_of_1_mib_are_split_off)
+{
+    start();
+    uint64_t first = allocate(19 * MiB);
+    cr_expect_eq(stats().allocated_bytes[GPUCACHE_STAT_ALL].current, 19 * MiB,
+                 "an expandable block is the request, not the 20 MiB page");
+    uint64_t second = allocate(1 * MiB + 512 * 1024);
+    cr_expect_eq(second, first + 19 * MiB, "the 1 MiB remainder is a free block of its own");
+    cr_expect_eq(reserved(), 40 * MiB);
+    expect_consistent();
+}
+
+/* [A 20 live][B 40 freed and unmapped: 2 pages][C 10 live][10 free]. A 30
+ * MiB request fits the 40 MiB hole (2 new pages) or the end (1 new page). */
+static uint64_t hole_of_two_pages_before_a_mapped_tail(uint64_t *hole)
+{
+    uint64_t first = allocate(20 * MiB);
+    *hole = allocate(40 * MiB);
+    uint64_t last = allocate(10 * MiB);
+    release(*hole);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    gpucache_allocator_empty_cache(allocator);
+    cr_assert_eq(reserved(), 40 * MiB, "pages 0 and 3 stay mapped");
+    (void)first;
+    return last + 10 * MiB;
+}
+
+Test(vmm_allocator, lowest_hole_policy_fills_the_lowest_fitting_hole)
+{
+    start();
+    uint64_t hole = 0;
+    hole_of_two_pages_before_a_mapped_tail(&hole);
+    unsigned long created = pages_created();
+    cr_expect_eq(allocate(30 * MiB), hole, "PyTorch: the lowest run that fits");
+    cr_expect_eq(pages_created(), created + 2);
+    cr_expect_eq(reserved(), 80 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, fewest_new_pages_policy_maps_the_fewest_pages)
+{
+    config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
+    start();
+    uint64_t hole = 0;
+    uint64_t tail = hole_of_two_pages_before_a_mapped_tail(&hole);
+    unsigned long created = pages_created();
+    cr_expect_eq(allocate(30 * MiB), tail, "the free tail and one new page");
+    cr_expect_eq(pages_created(), created + 1);
+    cr_expect_eq(reserved(), 60 * MiB);
+    expect_consistent();
+    /* The hole still serves a request that needs it. */
+    cr_expect_eq(allocate(40 * MiB), hole);
+    cr_expect_eq(reserved(), 100 * MiB);
+    expect_consistent();
+}
+
+/* [live 20][free 5 | unmapped page | unmapped page | free 14][live]: a 30
+ * MiB request touches one new page when it ends at the run's end or starts
+ * at the second unmapped page, two when it starts at the run's start. The
+ * placement starts at a page boundary inside the unmapped range, which is
+ * cut there; what precedes stays unmapped. */
+/* [live 15][free 5 | unmapped pages 1 and 2 | free 14][live 6]; returns
+ * the first block's address (the reservation's start). */
+static uint64_t two_unmapped_pages_between_free_blocks(void)
+{
+    config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
+    start();
+    uint64_t base = allocate(15 * MiB);
+    uint64_t gap = allocate(45 * MiB);   /* [15, 60) */
+    uint64_t tail_free = allocate(14 * MiB); /* [60, 74) */
+    allocate(6 * MiB);                   /* [74, 80) stays live */
+    release(gap);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    gpucache_allocator_empty_cache(allocator); /* pages 1 and 2 go */
+    cr_assert_eq(reserved(), 40 * MiB);
+    release(tail_free);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    return base;
+}
+
+Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
+{
+    uint64_t base = two_unmapped_pages_between_free_blocks();
+    unsigned long created = pages_created();
+    cr_expect_eq(allocate(30 * MiB), base + 40 * MiB, "starts at the second unmapped page");
+    cr_expect_eq(pages_created(), created + 1);
+    expect_consistent();
+    /* The first unmapped page and the free 5 MiB before it still take 25. */
+    cr_expect_eq(allocate(25 * MiB), base + 15 * MiB);
+    cr_expect_eq(pages_created(), created + 2);
+    expect_consistent();
+}
+
+Test(vmm_allocator, garbage_collection_of_holes_unmaps_free_blocks_between_live_ones)
+{
+    config.expandable_segments_gc_holes = true;
+    uint64_t middle = collect_with_a_hole_between_live_blocks();
+    cr_expect_eq(reserved(), 40 * MiB + 320 * MiB, "the 15 whole pages of the hole went back");
+    cr_expect_eq(accounting_driver_used_bytes(device), 360 * MiB);
+    expect_consistent();
+    cr_expect_eq(allocate_on(300 * MiB, 1), middle, "the hole is mapped again in place");
+    expect_consistent();
+}
+
+/* A block freed stream-ordered may still be used by its stream; collection
+ * does not wait, but asks for a fence, so the next miss can take it. */
+Test(vmm_allocator, garbage_collection_fences_busy_blocks_for_the_next_miss)
+{
+    start_with_garbage_collection();
+    allocate_on(20 * MiB, 1);
+    uint64_t big = allocate_on(300 * MiB, 1);
+    release_on(big, 1);
+    uint64_t fences = stats().num_epochs_closed;
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(reserved(), 320 * MiB + 320 * MiB, "in use on stream 1: not collected yet");
+    cr_expect_eq(stats().num_epochs_closed, fences + 1, "one fence on stream 1");
+    allocate_on(320 * MiB, 2); /* too large for the free 300 MiB: a miss */
+    cr_expect_eq(reserved(), 20 * MiB + 320 * MiB + 320 * MiB,
+                 "the fence completed, so the idle tail should have gone back; reserved %lld MiB",
+                 (long long)(reserved() / MiB));
+    cr_expect_eq(stats().num_alloc_retries, 0);
+    expect_consistent();
+}
+
+/* PyTorch's best fit in expandable segments judges a free block followed by
+ * unmapped space by what it could grow to, so a larger free block elsewhere
+ * is taken and the growable tail is kept. */
+Test(vmm_allocator, best_fit_keeps_the_growable_tail)
+{
+    start();
+    allocate(10 * MiB);
+    uint64_t hole = allocate(10 * MiB);
+    allocate(12 * MiB); /* [0, 32) live but the hole; [32, 40) free tail */
+    release_now(hole);
+    cr_expect_eq(allocate(8 * MiB), hole, "the 10 MiB hole, not the 8 MiB growable tail");
+    cr_expect_eq(allocate(8 * MiB), hole + 22 * MiB, "then the tail");
+    expect_consistent();
+}
+
+Test(vmm_allocator, garbage_collection_never_synchronizes_to_fence_busy_blocks)
+{
+    config.reuse = GPUCACHE_REUSE_CONSERVATIVE;
+    start_with_garbage_collection();
+    allocate_on(20 * MiB, 1);
+    release_on(allocate_on(300 * MiB, 1), 1);
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(stats().num_device_synchronizations, 0,
+                 "with reuse:conservative a fence would be a device synchronize");
+    expect_consistent();
+}
+
+/* The placement cut the unmapped range at page 2; a failed map joins it
+ * again, so the segment is as before. */
+Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
+{
+    uint64_t base = two_unmapped_pages_between_free_blocks();
+    /* The first growth and the one after the retry chain released the
+     * cache both fail. */
+    unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
+    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 1, 2, GPUCACHE_ERROR_OUT_OF_MEMORY);
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 30 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 2);
+    cr_expect_eq(reserved(), 40 * MiB);
+    expect_consistent();
+    cr_expect_eq(allocate(30 * MiB), base + 40 * MiB);
     expect_consistent();
 }

@@ -55,6 +55,7 @@ enum row {
     ROW_FRAGMENTATION,
     ROW_DRIVER_ALLOCATIONS,
     ROW_DRIVER_FREES,
+    ROW_DRIVER_CALLS,
     ROW_RETRIES,
     ROW_OOMS,
     ROW_SYNCHRONIZATIONS,
@@ -70,6 +71,7 @@ static const char *const row_names[ROW_COUNT] = {
     [ROW_FRAGMENTATION] = "fragmentation",
     [ROW_DRIVER_ALLOCATIONS] = "driver allocations",
     [ROW_DRIVER_FREES] = "driver frees",
+    [ROW_DRIVER_CALLS] = "driver calls",
     [ROW_RETRIES] = "retries",
     [ROW_OOMS] = "OOMs",
     [ROW_SYNCHRONIZATIONS] = "synchronizations",
@@ -85,6 +87,8 @@ static int64_t row_count(const struct replay_outcome *outcome, enum row row)
         return outcome->stats.num_device_alloc;
     case ROW_DRIVER_FREES:
         return outcome->stats.num_device_free;
+    case ROW_DRIVER_CALLS:
+        return (int64_t)outcome->driver_calls;
     case ROW_RETRIES:
         return outcome->stats.num_alloc_retries;
     case ROW_OOMS:
@@ -112,6 +116,7 @@ static void format_cell(const struct replay_column *column, enum row row, char *
         break;
     case ROW_DRIVER_ALLOCATIONS:
     case ROW_DRIVER_FREES:
+    case ROW_DRIVER_CALLS:
     case ROW_RETRIES:
     case ROW_OOMS:
     case ROW_SYNCHRONIZATIONS:
@@ -355,6 +360,7 @@ static void print_json_column(FILE *out, const struct replay_report *report,
     fprintf(out, ",\n     \"utilisation\": %.6f,\n     \"fragmentation\": %.6f,\n",
             utilisation(outcome), 1 - utilisation(outcome));
     fprintf(out, "     \"synchronizations\": %" PRId64 ",\n", synchronizations(outcome));
+    fprintf(out, "     \"driver_calls\": %" PRIu64 ",\n", outcome->driver_calls);
     if (column->searched)
         fprintf(out, "     \"smallest_device_memory\": %" PRIu64 ",\n", column->smallest_device);
     fprintf(out, "     \"replay_seconds\": %.6f,\n     \"stats\": ", outcome->seconds);

@@ -98,6 +98,9 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
     if (progress)
         progress->report(progress->context, trace->event_count, trace->event_count);
     gpucache_allocator_get_stats(allocator, &outcome->stats);
+    for (int operation = 0; operation < ACCOUNTING_OPERATION_COUNT; operation++)
+        outcome->driver_calls +=
+            accounting_driver_calls(driver, (enum accounting_operation)operation);
     bool captured =
         !observers->final_state || replay_final_state_capture(allocator, &outcome->final_state);
     gpucache_allocator_destroy(allocator);

@@ -48,6 +48,7 @@ struct replay_outcome {
     int failed_result;                     /* the allocator's result for it (GPUCACHE_ERROR_*) */
     struct gpucache_stats stats;           /* at the end, or just after the failure */
     double seconds;                        /* wall time of the replay loop alone */
+    uint64_t driver_calls;                 /* every call the allocator made to the driver */
     struct replay_final_state final_state; /* when observed; release it */
 };
 
