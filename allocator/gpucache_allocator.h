@@ -45,6 +45,13 @@ enum gpucache_free_kind {
 gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
                                         enum gpucache_free_kind kind, gpucache_stream stream);
 
+/* cuIpcGetMemHandle of `address`: when it is the base of a plain segment
+ * (a real driver allocation) the segment is pinned, never reused, split
+ * again or returned to the driver, and SUCCESS is returned; otherwise
+ * (an interior block, expandable memory) GPUCACHE_ERROR_INVALID_VALUE. */
+gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,
+                                               uint64_t address);
+
 /* True when `address` lies inside a segment of this allocator. */
 bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address);
 

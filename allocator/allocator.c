@@ -1,0 +1,569 @@
+/* The caching allocator of one device: the malloc flow with its OOM retry
+ * chain, splitting, freeing and merging, and the public entry points. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "segment_source.h"
+#include "size_policy.h"
+
+struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_config *config,
+                                                     const struct gpucache_driver *driver,
+                                                     int device)
+{
+    struct gpucache_allocator *allocator = calloc(1, sizeof *allocator);
+    if (allocator == NULL)
+        return NULL;
+    if (pthread_mutex_init(&allocator->mutex, NULL) != 0) {
+        free(allocator);
+        return NULL;
+    }
+    allocator->config = config;
+    allocator->driver = driver;
+    allocator->device = device;
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        RB_INIT(&allocator->pools[pool].free_blocks);
+    RB_INIT(&allocator->segments);
+    allocator->all_streams.all_streams = true;
+    allocator->stats.max_split_size =
+        config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
+
+    allocator->allowed_memory_maximum = UINT64_MAX;
+    if (config->per_process_memory_fraction < 1.0) {
+        size_t free_bytes = 0;
+        size_t total_bytes = 0;
+        gpucache_result result;
+        DRIVER_CALL(allocator, result, memory_info, device, &free_bytes, &total_bytes);
+        if (result == GPUCACHE_SUCCESS)
+            allocator->allowed_memory_maximum =
+                (uint64_t)(config->per_process_memory_fraction * (double)total_bytes);
+    }
+    allocator->gc_enabled = allocator->allowed_memory_maximum != UINT64_MAX &&
+                            config->garbage_collection_threshold > 0.0;
+    return allocator;
+}
+
+static void teardown(struct gpucache_allocator *allocator, bool free_memory)
+{
+    epochs_discard(allocator);
+    segment_source_drop_all(allocator, free_memory);
+    block_store_destroy(&allocator->store);
+    block_map_destroy(&allocator->allocated);
+    pthread_mutex_destroy(&allocator->mutex);
+    free(allocator);
+}
+
+void gpucache_allocator_destroy(struct gpucache_allocator *allocator)
+{
+    if (allocator != NULL)
+        teardown(allocator, true);
+}
+
+void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
+{
+    if (allocator != NULL)
+        teardown(allocator, false);
+}
+
+static bool block_is_split(const struct block *block)
+{
+    return block->prev != NULL || block->next != NULL;
+}
+
+static bool counts_as_inactive_split(const struct block *block)
+{
+    /* Expandable segments are one growing range, not splits: PyTorch keeps
+     * them out of the inactive-split statistics. */
+    return block->segment->kind == SEGMENT_PLAIN;
+}
+
+static void change_inactive_split(struct gpucache_allocator *allocator, const struct block *block,
+                                  int64_t blocks, int64_t bytes)
+{
+    if (!counts_as_inactive_split(block))
+        return;
+    stat_array_change(allocator->stats.inactive_split, block->pool, blocks);
+    stat_array_change(allocator->stats.inactive_split_bytes, block->pool, bytes);
+}
+
+static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    struct stream_state *state =
+        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
+    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
+                                     : allocator->all_completed_tick;
+    return block->free_tick <= cleared;
+}
+
+/* Whether the free neighbour may join a block being freed: it must be free,
+ * equally mapped, and safe for the block's stream. */
+static bool can_merge(const struct gpucache_allocator *allocator, const struct block *block,
+                      const struct block *neighbour)
+{
+    if (neighbour == NULL || neighbour->state != BLOCK_FREE || neighbour->mapped != block->mapped)
+        return false;
+    return neighbour->stream == block->stream || cleared_for_everyone(allocator, neighbour);
+}
+
+/* Takes `gone`, an address neighbour of `survivor`, out of the segment's
+ * chain; the survivor will cover its bytes. */
+static void unlink_into(struct block *survivor, struct block *gone)
+{
+    if (gone == survivor->next) {
+        survivor->next = gone->next;
+        if (gone->next != NULL)
+            gone->next->prev = survivor;
+    } else {
+        survivor->prev = gone->prev;
+        if (gone->prev != NULL)
+            gone->prev->next = survivor;
+    }
+}
+
+/* Absorbs a free neighbour; returns the bytes it brought. */
+static size_t merge_neighbour(struct gpucache_allocator *allocator, struct block *block,
+                              struct block *neighbour)
+{
+    free_pool_remove(allocator, neighbour);
+    if (neighbour == block->prev)
+        block->address = neighbour->address;
+    unlink_into(block, neighbour);
+    block->size += neighbour->size;
+    if (neighbour->stream == block->stream && neighbour->free_tick > block->free_tick)
+        block->free_tick = neighbour->free_tick;
+    size_t absorbed = neighbour->size;
+    block_store_give(allocator, neighbour);
+    return absorbed;
+}
+
+/* The usual free: a free neighbour of the same stream absorbs the block
+ * where it sits in the free tree (and takes the other free neighbour too),
+ * so that a hit's split and the free's merge cost no tree rebalancing. */
+static void merge_into_neighbour(struct gpucache_allocator *allocator, struct block *block,
+                                 struct block *survivor, struct block *other)
+{
+    int64_t split_blocks = -1;
+    int64_t split_bytes = -(int64_t)survivor->size;
+    uint64_t address = survivor == block->prev ? survivor->address : block->address;
+    uint64_t size = survivor->size + block->size;
+    unlink_into(survivor, block);
+    if (block->free_tick > survivor->free_tick)
+        survivor->free_tick = block->free_tick;
+    block_store_give(allocator, block);
+    if (other != NULL) {
+        split_blocks -= 1;
+        split_bytes -= (int64_t)other->size;
+        free_pool_remove(allocator, other);
+        if (other == survivor->prev)
+            address = other->address;
+        unlink_into(survivor, other);
+        size += other->size;
+        if (other->stream == survivor->stream && other->free_tick > survivor->free_tick)
+            survivor->free_tick = other->free_tick;
+        block_store_give(allocator, other);
+    }
+    free_pool_resize(allocator, survivor, address, size);
+    if (block_is_split(survivor)) {
+        split_blocks += 1;
+        split_bytes += (int64_t)size;
+    }
+    change_inactive_split(allocator, survivor, split_blocks, split_bytes);
+}
+
+/* Keeps a freed block of a pinned segment out of every free tree. */
+static void retain_block(struct gpucache_allocator *allocator, struct block *block)
+{
+    block->state = BLOCK_RETAINED;
+    block->list_next = allocator->retained;
+    allocator->retained = block;
+}
+
+void block_free_completed(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    stat_array_decrease(stats->active, block->pool, 1);
+    stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
+    stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
+    block->requested_size = 0;
+    if (block->segment->pinned) {
+        retain_block(allocator, block);
+        return;
+    }
+
+    struct block *prev = can_merge(allocator, block, block->prev) ? block->prev : NULL;
+    struct block *next = can_merge(allocator, block, block->next) ? block->next : NULL;
+    if (prev != NULL && prev->stream == block->stream) {
+        merge_into_neighbour(allocator, block, prev, next);
+        return;
+    }
+    if (next != NULL && next->stream == block->stream) {
+        merge_into_neighbour(allocator, block, next, prev);
+        return;
+    }
+
+    /* Neighbours of other streams (cleared ones) join this block instead,
+     * which keeps this block's stream. */
+    int64_t split_blocks = 0;
+    int64_t split_bytes = 0;
+    struct block *neighbours[2] = {prev, next};
+    for (int i = 0; i < 2; i++) {
+        if (neighbours[i] == NULL)
+            continue;
+        split_blocks -= 1;
+        split_bytes -= (int64_t)merge_neighbour(allocator, block, neighbours[i]);
+    }
+    if (block_is_split(block)) {
+        split_blocks += 1;
+        split_bytes += (int64_t)block->size;
+    }
+    change_inactive_split(allocator, block, split_blocks, split_bytes);
+    free_pool_insert(allocator, block);
+}
+
+/* Merges a free block with its free successor when no stream's work can
+ * still use either: both free on one stream, or both cleared. */
+static bool coalesce_with_next(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct block *next = block->next;
+    if (next == NULL || next->state != BLOCK_FREE || next->mapped != block->mapped)
+        return false;
+    bool same_stream = next->stream == block->stream;
+    if (!same_stream &&
+        !(cleared_for_everyone(allocator, block) && cleared_for_everyone(allocator, next)))
+        return false;
+    int64_t bytes_before = (int64_t)(block->size + next->size);
+    free_pool_remove(allocator, block);
+    if (!same_stream)
+        block->free_tick = 0;
+    merge_neighbour(allocator, block, next);
+    uint64_t gc_count_base = block->gc_count_base;
+    free_pool_insert(allocator, block);
+    block->gc_count_base = gc_count_base;
+    if (block_is_split(block))
+        change_inactive_split(allocator, block, -1, 0);
+    else
+        change_inactive_split(allocator, block, -2, -bytes_before);
+    return true;
+}
+
+void coalesce_free_blocks(struct gpucache_allocator *allocator)
+{
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        bool merged = true;
+        while (merged) {
+            merged = false;
+            struct block *block;
+            RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks) {
+                if (coalesce_with_next(allocator, block)) {
+                    merged = true;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* Hands out the free block `block` (still in its tree) for a request,
+ * splitting off the rest when PyTorch would. */
+static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struct block *block,
+                                     size_t size, size_t rounded, gpucache_stream stream)
+{
+    const struct gpucache_config *config = allocator->config;
+    bool already_split = block_is_split(block);
+    bool expandable = block->segment->kind == SEGMENT_EXPANDABLE;
+    struct block *front = NULL;
+    if (size_policy_should_split(config, block->pool == POOL_SMALL, expandable, block->size,
+                                 rounded))
+        front = block_store_take(allocator); /* NULL (no host memory): keep it whole */
+    if (front != NULL) {
+        struct block *remaining = block;
+        front->address = remaining->address;
+        front->size = rounded;
+        front->segment = remaining->segment;
+        front->pool = remaining->pool;
+        front->mapped = remaining->mapped;
+        front->prev = remaining->prev;
+        front->next = remaining;
+        if (front->prev != NULL)
+            front->prev->next = front;
+        remaining->prev = front;
+        free_pool_resize(allocator, remaining, remaining->address + rounded,
+                         remaining->size - rounded);
+        if (already_split)
+            change_inactive_split(allocator, remaining, 0, -(int64_t)rounded);
+        else
+            change_inactive_split(allocator, remaining, 1, (int64_t)remaining->size);
+        block = front;
+    } else {
+        free_pool_remove(allocator, block);
+        if (already_split)
+            change_inactive_split(allocator, block, -1, -(int64_t)block->size);
+    }
+
+    block->state = BLOCK_ALLOCATED;
+    block->stream = stream;
+    block->requested_size = size;
+    block->free_tick = 0;
+    block_map_insert(&allocator->allocated, block->address, block);
+
+    struct gpucache_stats *stats = &allocator->stats;
+    stat_array_increase(stats->allocation, block->pool, 1);
+    stat_array_increase(stats->allocated_bytes, block->pool, (int64_t)block->size);
+    stat_array_increase(stats->active, block->pool, 1);
+    stat_array_increase(stats->active_bytes, block->pool, (int64_t)block->size);
+    stat_array_increase(stats->requested_bytes, block->pool, (int64_t)size);
+    if (block->size >= config->max_split_size)
+        stat_increase(&stats->oversize_allocations, 1);
+    return block->address;
+}
+
+/* A cached block for the request: this stream's own first, then one of
+ * another stream that no GPU work can still be using. */
+static struct block *take_cached_block(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                       gpucache_stream stream, size_t rounded)
+{
+    struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+    if (block == NULL)
+        block = free_pool_cross_stream_fit(allocator, pool, stream, rounded);
+    return block;
+}
+
+/* Outcome of one attempt to get new device memory. */
+enum growth {
+    GROWTH_DONE,     /* *out holds the new block */
+    GROWTH_FAILED,   /* out of memory: the retry chain goes on */
+    GROWTH_REJECTED, /* stop the chain: *result says why */
+};
+
+static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind pool,
+                        gpucache_stream stream, size_t rounded, bool retry, struct block **out,
+                        gpucache_result *result)
+{
+    if (retry)
+        allocator->stats.num_alloc_retries++;
+    size_t segment_size = size_policy_segment_size(allocator->config, rounded);
+    uint64_t reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    if (allocator->allowed_memory_maximum != UINT64_MAX &&
+        reserved + segment_size > allocator->allowed_memory_maximum) {
+        if (allocator->config->throw_on_cudamalloc_oom) {
+            allocator->stats.num_oom_rejections++;
+            *result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+            return GROWTH_REJECTED;
+        }
+        return GROWTH_FAILED;
+    }
+    *result = segment_source_acquire(allocator, pool, stream, rounded, segment_size, out);
+    if (*result == GPUCACHE_SUCCESS) {
+        free_pool_insert(allocator, *out);
+        return GROWTH_DONE;
+    }
+    return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
+}
+
+/* Everything freed so far becomes reusable before the last retry: waits on
+ * the fences of every stream involved, and synchronizes the device only as
+ * the last resort when a fence cannot answer. */
+static void finish_outstanding_work(struct gpucache_allocator *allocator)
+{
+    allocator->stats.num_sync_all_streams++;
+    bool outstanding = allocator->stats.pending_blocks.current > 0 ||
+                       allocator->tick > allocator->all_completed_tick;
+    if (outstanding && !epochs_wait_all(allocator))
+        synchronize_device_for_reuse(allocator);
+}
+
+/* The miss path: PyTorch's order (§1.9 of the research note), with the
+ * reuse-safety steps first: close the open epochs, take a block another
+ * stream has cleared, and wait for the oldest epochs while what they hold
+ * could serve the request. */
+static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                      gpucache_stream stream, size_t rounded,
+                                      gpucache_result *result)
+{
+    struct block *block = NULL;
+    stream_state_find(allocator, stream, true);
+    epochs_close_all_open(allocator);
+    epochs_process_completed(allocator);
+    if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
+        return block;
+    epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
+    while (allocator->synchronous_closed_bytes[pool] >= rounded) {
+        if (!epochs_wait_oldest(allocator, pool))
+            break;
+        if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
+            return block;
+    }
+
+    if (allocator->gc_enabled)
+        garbage_collect_cached_blocks(allocator);
+    enum growth growth = grow(allocator, pool, stream, rounded, false, &block, result);
+    if (growth == GROWTH_FAILED && release_available_cached_blocks(allocator, pool, stream, rounded))
+        growth = grow(allocator, pool, stream, rounded, false, &block, result);
+    if (growth == GROWTH_FAILED && !driver_capture_active(allocator)) {
+        /* What the synchronize made free may serve the request as it is. */
+        finish_outstanding_work(allocator);
+        if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
+            return block;
+        release_cached_blocks(allocator);
+        growth = grow(allocator, pool, stream, rounded, true, &block, result);
+    }
+    if (growth == GROWTH_DONE)
+        return block;
+    if (growth == GROWTH_FAILED)
+        *result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+    if (*result == GPUCACHE_ERROR_OUT_OF_MEMORY)
+        allocator->stats.num_ooms++;
+    return NULL;
+}
+
+gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
+                                          gpucache_stream stream, uint64_t *address)
+{
+    if (size == 0 || address == NULL)
+        return GPUCACHE_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&allocator->mutex);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    if (size > ALLOCATION_HARD_LIMIT) {
+        allocator->stats.num_ooms++;
+        result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+    } else {
+        epochs_process_completed(allocator);
+        size_t rounded = size_policy_round(allocator->config, size);
+        enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
+        struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+        if (block == NULL)
+            block = allocate_on_miss(allocator, pool, stream, rounded, &result);
+        if (block != NULL) {
+            /* A step of the chain may have failed before a later one succeeded. */
+            result = GPUCACHE_SUCCESS;
+            *address = allocate_found_block(allocator, block, size, rounded, stream);
+        }
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
+}
+
+gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
+                                        enum gpucache_free_kind kind, gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_remove(&allocator->allocated, address);
+    if (block == NULL) {
+        bool ours = segment_source_find(allocator, address) != NULL;
+        pthread_mutex_unlock(&allocator->mutex);
+        return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
+    }
+    struct gpucache_stats *stats = &allocator->stats;
+    stat_array_decrease(stats->allocation, block->pool, 1);
+    stat_array_decrease(stats->allocated_bytes, block->pool, (int64_t)block->size);
+    if (block->size >= allocator->config->max_split_size)
+        stat_decrease(&stats->oversize_allocations, 1);
+
+    bool same_stream = kind == GPUCACHE_FREE_STREAM_ORDERED && stream == block->stream;
+    bool relaxed = kind == GPUCACHE_FREE_SYNCHRONOUS &&
+                   allocator->config->reuse == GPUCACHE_REUSE_RELAXED;
+    if (same_stream || relaxed) {
+        /* Work on its own stream is ordered before any reuse there. */
+        block->free_tick = ++allocator->tick;
+        block_free_completed(allocator, block);
+    } else {
+        struct stream_state *state = &allocator->all_streams;
+        if (kind == GPUCACHE_FREE_STREAM_ORDERED) {
+            struct stream_state *own = stream_state_find(allocator, stream, true);
+            if (own != NULL)
+                state = own;
+        }
+        epoch_add_pending(allocator, state, block);
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return GPUCACHE_SUCCESS;
+}
+
+gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,
+                                               uint64_t address)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    struct segment *segment = block != NULL ? block->segment : NULL;
+    gpucache_result result = GPUCACHE_ERROR_INVALID_VALUE;
+    if (segment != NULL && segment->base == address && segment->kind == SEGMENT_PLAIN) {
+        result = GPUCACHE_SUCCESS;
+        if (!segment->pinned) {
+            segment->pinned = true;
+            for (struct block *piece = block; piece != NULL; piece = piece->next) {
+                if (piece->state != BLOCK_FREE)
+                    continue;
+                free_pool_remove(allocator, piece);
+                change_inactive_split(allocator, piece, -1, -(int64_t)piece->size);
+                retain_block(allocator, piece);
+            }
+        }
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
+}
+
+bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    bool ours = segment_source_find(allocator, address) != NULL;
+    pthread_mutex_unlock(&allocator->mutex);
+    return ours;
+}
+
+bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
+                                   size_t *requested_size)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    if (block != NULL && requested_size != NULL)
+        *requested_size = block->requested_size;
+    pthread_mutex_unlock(&allocator->mutex);
+    return block != NULL;
+}
+
+void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
+                                     gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    if (whole_device)
+        epochs_all_work_done(allocator);
+    else
+        epochs_stream_work_done(allocator, stream);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
+                                         gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    epochs_retire_stream(allocator, stream);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    epochs_process_completed(allocator);
+    release_cached_blocks(allocator);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    int64_t cached = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current -
+                     allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
+    pthread_mutex_unlock(&allocator->mutex);
+    return (size_t)cached;
+}
+
+void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
+                                  struct gpucache_stats *stats)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    *stats = allocator->stats;
+    pthread_mutex_unlock(&allocator->mutex);
+}

@@ -1,0 +1,301 @@
+/* The allocator's private data model, shared by its source files: blocks,
+ * segments, the two pools, the reuse-safety epochs and the allocator itself. */
+#ifndef GPUCACHE_ALLOCATOR_INTERNAL_H
+#define GPUCACHE_ALLOCATOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/tree.h>
+
+#include "block_map.h"
+#include "gpucache_allocator.h"
+#include "gpucache_config.h"
+#include "gpucache_driver.h"
+#include "gpucache_stats.h"
+
+enum pool_kind { POOL_SMALL = 0, POOL_LARGE = 1, POOL_COUNT = 2 };
+
+/* Where a segment's memory came from. The expandable kind is one virtual
+ * address reservation whose pages are mapped on demand (vmm/). */
+enum segment_kind { SEGMENT_PLAIN = 0, SEGMENT_EXPANDABLE = 1 };
+
+enum block_state {
+    BLOCK_FREE = 0,   /* in its pool's free tree, reusable */
+    BLOCK_ALLOCATED,  /* handed out, in the address map */
+    BLOCK_PENDING,    /* free requested; waits for an epoch's fence */
+    BLOCK_UNMAPPED,   /* expandable address range without physical pages */
+    BLOCK_RETAINED,   /* freed in a segment pinned for IPC: never reused */
+    BLOCK_STATE_COUNT
+};
+
+/* The key of a pool's free tree for blocks of streams that were destroyed:
+ * they are reused by any stream once the destroyed stream's fence completes,
+ * and never matched by a live stream's own lookup. */
+#define STREAM_RETIRED ((gpucache_stream)UINTPTR_MAX)
+
+struct segment {
+    RB_ENTRY(segment) link; /* the allocator's segment tree, by base */
+    uint64_t base;
+    size_t size;
+    enum segment_kind kind;
+    enum pool_kind pool;
+    gpucache_stream stream;
+    void *expandable; /* vmm/'s object for SEGMENT_EXPANDABLE, NULL for plain */
+    /* Exported through legacy IPC: another process may map it, so it is never
+     * reused or returned to the driver while this process lives. */
+    bool pinned;
+};
+
+/* One piece of a segment. 128 bytes at most so that metadata stays a small
+ * fraction of the smallest block (512 B) and two fit a cache line pair. */
+struct block {
+    RB_ENTRY(block) tree_link;  /* free tree of its pool */
+    uint64_t address;
+    uint64_t size;
+    uint64_t requested_size;    /* the caller's unrounded size */
+    gpucache_stream stream;     /* key: the stream that may reuse it at once */
+    struct block *prev;         /* address-order neighbours in the segment */
+    struct block *next;
+    struct segment *segment;
+    struct block *list_next;    /* epoch list, or the block store's free list */
+    /* Value of the allocator tick when it was freed stream-ordered on its own
+     * stream: another stream may take it once that stream's fences reach this
+     * tick. 0 when no GPU work can still use it. */
+    uint64_t free_tick;
+    uint64_t gc_count_base;     /* pool clock when it became free (GC age) */
+    uint8_t state;              /* enum block_state */
+    uint8_t pool;               /* enum pool_kind */
+    bool mapped;                /* false only for unmapped expandable ranges */
+};
+_Static_assert(sizeof(struct block) <= 128, "block metadata must stay within 128 bytes");
+
+RB_HEAD(free_tree, block);
+RB_PROTOTYPE(free_tree, block, tree_link, free_tree_compare)
+RB_HEAD(segment_tree, segment);
+RB_PROTOTYPE(segment_tree, segment, link, segment_tree_compare)
+
+struct pool {
+    struct free_tree free_blocks; /* ordered by (stream, size, address) */
+    /* Counts get_free_block calls while GC is on: the age of a free block is
+     * the number of lookups since it became free. */
+    uint64_t gc_clock;
+};
+
+/* A batch of frees that become reusable together once `fence` completes. */
+struct epoch {
+    struct gpucache_fence *fence;
+    uint64_t tick;          /* allocator tick when the fence was recorded */
+    struct block *first;    /* pending blocks, linked by list_next */
+    struct block *last;
+    size_t block_count;
+    size_t bytes[POOL_COUNT];
+    struct epoch *next;     /* next younger epoch of the same stream state */
+};
+
+/* Reuse-safety bookkeeping for one stream, or (all_streams) for synchronous
+ * frees whose epochs are fenced on every stream at once. */
+struct stream_state {
+    gpucache_stream stream;
+    bool all_streams;
+    struct epoch open;      /* frees since the last fence (fence NULL) */
+    struct epoch *oldest;   /* closed epochs, oldest first */
+    struct epoch *newest;
+    uint64_t completed_tick; /* tick of the newest completed fence */
+    uint64_t fenced_tick;    /* tick of the newest recorded fence */
+};
+
+/* Synchronous frees are fenced in batches: a fence costs one event record
+ * per live stream (about a microsecond each), so 64 frees make it cost
+ * tens of nanoseconds per free, while 64 MiB bounds how much memory waits
+ * unfenced between allocations that would otherwise have found it ready.
+ * An allocation that misses closes the open batch at once anyway. */
+#define EPOCH_CLOSE_FREES 64
+#define EPOCH_CLOSE_BYTES ((size_t)64 << 20)
+
+/* How far a cross-stream lookup walks a stream's free blocks looking for
+ * one whose stream's fence has completed: bounds the cost of a miss. */
+#define CROSS_STREAM_SCAN_LIMIT 32
+
+struct block_store {
+    struct block *free_list;
+    void **slabs;
+    size_t slab_count;
+    size_t slab_capacity;
+    size_t total_blocks;
+};
+
+struct gpucache_allocator {
+    pthread_mutex_t mutex;
+    const struct gpucache_config *config;
+    const struct gpucache_driver *driver;
+    int device;
+
+    struct pool pools[POOL_COUNT];
+    struct segment_tree segments;
+    struct block *retained; /* freed blocks of pinned segments, by list_next */
+    struct block_map allocated; /* block start -> allocated block */
+    struct block_store store;
+
+    /* Reuse safety. */
+    uint64_t tick;
+    uint64_t all_completed_tick; /* every stream's work before it is done */
+    struct stream_state all_streams;
+    struct stream_state **streams; /* per-stream states, incl. STREAM_RETIRED */
+    size_t stream_count;
+    size_t stream_capacity;
+    size_t closed_epoch_count;
+    size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
+    struct epoch *spare_epochs;
+
+    /* Limits resolved at creation. */
+    uint64_t allowed_memory_maximum; /* UINT64_MAX: no per-process fraction */
+    bool gc_enabled;
+
+    struct gpucache_stats stats;
+};
+
+/* Statistics: PyTorch's Stat rules. Inline: they run several times on
+ * every cache hit. */
+static inline void stat_increase(struct gpucache_stat *stat, int64_t amount)
+{
+    stat->current += amount;
+    if (stat->current > stat->peak)
+        stat->peak = stat->current;
+    stat->allocated += amount;
+}
+
+static inline void stat_decrease(struct gpucache_stat *stat, int64_t amount)
+{
+    stat->current -= amount;
+    stat->freed += amount;
+}
+
+static inline void stat_change(struct gpucache_stat *stat, int64_t delta)
+{
+    if (delta > 0)
+        stat_increase(stat, delta);
+    else if (delta < 0)
+        stat_decrease(stat, -delta);
+}
+
+static inline enum gpucache_stat_type stat_type_of(enum pool_kind pool)
+{
+    return pool == POOL_SMALL ? GPUCACHE_STAT_SMALL_POOL : GPUCACHE_STAT_LARGE_POOL;
+}
+
+/* Applies an amount to the `all` slot and the slot of `pool`. */
+static inline void stat_array_increase(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                       enum pool_kind pool, int64_t amount)
+{
+    stat_increase(&array[GPUCACHE_STAT_ALL], amount);
+    stat_increase(&array[stat_type_of(pool)], amount);
+}
+
+static inline void stat_array_decrease(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                       enum pool_kind pool, int64_t amount)
+{
+    stat_decrease(&array[GPUCACHE_STAT_ALL], amount);
+    stat_decrease(&array[stat_type_of(pool)], amount);
+}
+
+static inline void stat_array_change(struct gpucache_stat array[GPUCACHE_STAT_TYPE_COUNT],
+                                     enum pool_kind pool, int64_t delta)
+{
+    stat_change(&array[GPUCACHE_STAT_ALL], delta);
+    stat_change(&array[stat_type_of(pool)], delta);
+}
+
+/* Timed driver calls: every call goes through DRIVER_CALL so that
+ * driver_nanoseconds is honest. */
+int64_t monotonic_nanoseconds(void);
+#define DRIVER_CALL(allocator, result, operation, ...)                                  \
+    do {                                                                                \
+        int64_t driver_call_start_ = monotonic_nanoseconds();                           \
+        (result) = (allocator)->driver->operation((allocator)->driver->context,         \
+                                                  __VA_ARGS__);                         \
+        (allocator)->stats.driver_nanoseconds += monotonic_nanoseconds() - driver_call_start_; \
+    } while (0)
+void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence);
+bool driver_capture_active(struct gpucache_allocator *allocator);
+
+/* Block structs (block_store.c). */
+struct block *block_store_take(struct gpucache_allocator *allocator);
+void block_store_give(struct gpucache_allocator *allocator, struct block *block);
+void block_store_destroy(struct block_store *store);
+
+/* Free trees (free_pool.c). */
+void free_pool_insert(struct gpucache_allocator *allocator, struct block *block);
+void free_pool_remove(struct gpucache_allocator *allocator, struct block *block);
+/* Gives a free block in its tree a new extent (after a split or a merge).
+ * Its key is changed in place when its neighbours in the tree keep their
+ * order, which saves a removal and an insertion on the hot path. */
+void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
+                      uint64_t address, uint64_t size);
+/* The smallest acceptable free block of `pool` for (stream, size), lowest
+ * address on ties, or NULL; max_split_size rules applied. Not removed. */
+struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                 gpucache_stream stream, size_t size);
+/* The first free block of `stream` in `pool` of at least `size`, or NULL. */
+struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                    gpucache_stream stream, size_t size);
+/* The best block of another stream that no GPU work can still be using. */
+struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
+                                         enum pool_kind pool, gpucache_stream stream,
+                                         size_t size);
+bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
+                                 size_t candidate);
+
+/* Reuse safety (reuse_epochs.c). */
+struct stream_state *stream_state_find(struct gpucache_allocator *allocator,
+                                       gpucache_stream stream, bool create);
+uint64_t stream_state_cleared_tick(const struct gpucache_allocator *allocator,
+                                   const struct stream_state *state);
+/* Adds a freed block to `state`'s open epoch; closes it when it is full. */
+void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
+                       struct block *block);
+/* Records the fence that closes `state`'s open epoch (also when it is empty,
+ * to clear the stream's free blocks for other streams). */
+void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state);
+void epochs_close_all_open(struct gpucache_allocator *allocator);
+/* Frees the blocks of every epoch whose fence has completed. */
+void epochs_process_completed(struct gpucache_allocator *allocator);
+/* Waits for the oldest closed epoch of synchronous frees holding bytes of
+ * `pool`; false if there is none or the wait failed. */
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
+/* Before the last retry: fences every stream with pending or uncleared
+ * blocks and waits for all of them. True when every block is then free and
+ * cleared for every stream; false when only a device synchronize can say so. */
+bool epochs_wait_all(struct gpucache_allocator *allocator);
+/* Everything issued so far is known complete: every pending block is
+ * freed and every free block is cleared for every stream. */
+void epochs_all_work_done(struct gpucache_allocator *allocator);
+void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream);
+/* Asks for fences that will clear other streams' free blocks for `stream`. */
+void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
+                                          enum pool_kind pool, gpucache_stream stream,
+                                          size_t size);
+void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
+/* Drops every epoch and stream state without waiting (destroy, abandon). */
+void epochs_discard(struct gpucache_allocator *allocator);
+bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
+
+/* Block life cycle (allocator.c). */
+/* A block whose free completed becomes reusable: merged with free
+ * neighbours of its segment and inserted into its pool's free tree. */
+void block_free_completed(struct gpucache_allocator *allocator, struct block *block);
+
+/* Merges free neighbours that blocks of different streams kept apart, once
+ * no GPU work can use them; run before giving memory back. */
+void coalesce_free_blocks(struct gpucache_allocator *allocator);
+
+/* Memory given back (memory_release.c). */
+void garbage_collect_cached_blocks(struct gpucache_allocator *allocator);
+bool release_available_cached_blocks(struct gpucache_allocator *allocator,
+                                     enum pool_kind pool, gpucache_stream stream,
+                                     size_t size);
+/* Gives every wholly free segment of both pools back to the driver. */
+void release_cached_blocks(struct gpucache_allocator *allocator);
+
+#endif

@@ -1,0 +1,452 @@
+/* Reuse safety: freed blocks wait in epochs until a fence recorded after
+ * their free completes. Synchronous frees are fenced on all streams at once;
+ * stream-ordered frees on a foreign stream are fenced on that stream; an
+ * empty epoch on a stream clears that stream's free blocks for the others. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator_internal.h"
+
+static uint64_t max_tick(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+struct stream_state *stream_state_find(struct gpucache_allocator *allocator,
+                                       gpucache_stream stream, bool create)
+{
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        if (allocator->streams[i]->stream == stream)
+            return allocator->streams[i];
+    if (!create)
+        return NULL;
+    if (allocator->stream_count == allocator->stream_capacity) {
+        size_t capacity = allocator->stream_capacity ? allocator->stream_capacity * 2 : 8;
+        struct stream_state **streams =
+            realloc(allocator->streams, capacity * sizeof *streams);
+        if (streams == NULL)
+            return NULL;
+        allocator->streams = streams;
+        allocator->stream_capacity = capacity;
+    }
+    struct stream_state *state = calloc(1, sizeof *state);
+    if (state == NULL)
+        return NULL;
+    state->stream = stream;
+    allocator->streams[allocator->stream_count++] = state;
+    return state;
+}
+
+uint64_t stream_state_cleared_tick(const struct gpucache_allocator *allocator,
+                                   const struct stream_state *state)
+{
+    return max_tick(state->completed_tick, allocator->all_completed_tick);
+}
+
+static size_t epoch_bytes(const struct epoch *epoch)
+{
+    return epoch->bytes[POOL_SMALL] + epoch->bytes[POOL_LARGE];
+}
+
+void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
+                       struct block *block)
+{
+    struct epoch *open = &state->open;
+    block->state = BLOCK_PENDING;
+    block->list_next = NULL;
+    if (open->last != NULL)
+        open->last->list_next = block;
+    else
+        open->first = block;
+    open->last = block;
+    open->block_count++;
+    open->bytes[block->pool] += block->size;
+    stat_increase(&allocator->stats.pending_blocks, 1);
+    stat_increase(&allocator->stats.pending_bytes, (int64_t)block->size);
+    if (open->block_count >= EPOCH_CLOSE_FREES || epoch_bytes(open) >= EPOCH_CLOSE_BYTES)
+        epoch_close(allocator, state);
+}
+
+/* The blocks of `list` are safe for every stream now. */
+static void free_pending_list(struct gpucache_allocator *allocator, struct block *list)
+{
+    while (list != NULL) {
+        struct block *block = list;
+        list = block->list_next;
+        block->list_next = NULL;
+        block->free_tick = 0;
+        stat_decrease(&allocator->stats.pending_blocks, 1);
+        stat_decrease(&allocator->stats.pending_bytes, (int64_t)block->size);
+        block_free_completed(allocator, block);
+    }
+}
+
+static void complete_open_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    struct block *list = state->open.first;
+    memset(&state->open, 0, sizeof state->open);
+    free_pending_list(allocator, list);
+}
+
+/* Completes the closed epochs of `state` up to and including `through`
+ * (fences of one stream complete in order, so the older ones are done too). */
+static void complete_epochs_through(struct gpucache_allocator *allocator,
+                                    struct stream_state *state, const struct epoch *through)
+{
+    for (;;) {
+        struct epoch *epoch = state->oldest;
+        state->oldest = epoch->next;
+        if (state->oldest == NULL)
+            state->newest = NULL;
+        allocator->closed_epoch_count--;
+        for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
+            allocator->synchronous_closed_bytes[pool] -= epoch->bytes[pool];
+        state->completed_tick = max_tick(state->completed_tick, epoch->tick);
+        if (state->all_streams)
+            allocator->all_completed_tick = max_tick(allocator->all_completed_tick, epoch->tick);
+        driver_fence_release(allocator, epoch->fence);
+        struct block *list = epoch->first;
+        bool last = epoch == through;
+        memset(epoch, 0, sizeof *epoch);
+        epoch->next = allocator->spare_epochs;
+        allocator->spare_epochs = epoch;
+        free_pending_list(allocator, list);
+        if (last)
+            return;
+    }
+}
+
+bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
+{
+    if (driver_capture_active(allocator))
+        return false;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, synchronize_device, allocator->device);
+    allocator->stats.num_device_synchronizations++;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    epochs_all_work_done(allocator);
+    return true;
+}
+
+void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE) {
+        synchronize_device_for_reuse(allocator);
+        return;
+    }
+    if (driver_capture_active(allocator))
+        return; /* no events during capture: the blocks stay pending */
+    struct epoch *epoch = allocator->spare_epochs;
+    if (epoch != NULL)
+        allocator->spare_epochs = epoch->next;
+    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
+        return;
+    gpucache_result result;
+    if (state->all_streams)
+        DRIVER_CALL(allocator, result, fence_all_streams, allocator->device, &epoch->fence);
+    else
+        DRIVER_CALL(allocator, result, fence_stream, allocator->device, state->stream,
+                    &epoch->fence);
+    if (result != GPUCACHE_SUCCESS) {
+        epoch->next = allocator->spare_epochs;
+        allocator->spare_epochs = epoch;
+        return;
+    }
+    struct gpucache_fence *fence = epoch->fence;
+    *epoch = state->open;
+    epoch->fence = fence;
+    epoch->tick = allocator->tick;
+    epoch->next = NULL;
+    memset(&state->open, 0, sizeof state->open);
+    if (state->newest != NULL)
+        state->newest->next = epoch;
+    else
+        state->oldest = epoch;
+    state->newest = epoch;
+    state->fenced_tick = epoch->tick;
+    allocator->closed_epoch_count++;
+    for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
+        allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
+    allocator->stats.num_epochs_closed++;
+}
+
+void epochs_close_all_open(struct gpucache_allocator *allocator)
+{
+    if (allocator->all_streams.open.block_count != 0)
+        epoch_close(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        struct stream_state *state = allocator->streams[i];
+        if (state->open.block_count != 0 && state->stream != STREAM_RETIRED)
+            epoch_close(allocator, state);
+    }
+}
+
+static void process_state(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    while (state->oldest != NULL) {
+        gpucache_result result;
+        DRIVER_CALL(allocator, result, fence_query, state->oldest->fence);
+        if (result != GPUCACHE_SUCCESS)
+            return; /* not ready (or an error): try again later */
+        complete_epochs_through(allocator, state, state->oldest);
+    }
+}
+
+void epochs_process_completed(struct gpucache_allocator *allocator)
+{
+    if (allocator->closed_epoch_count == 0 || driver_capture_active(allocator))
+        return;
+    process_state(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        process_state(allocator, allocator->streams[i]);
+}
+
+/* Blocks the host until `epoch`'s fence completes, then frees its blocks
+ * and those of the older epochs of `state`. False when the wait failed. */
+static bool wait_for_epoch(struct gpucache_allocator *allocator, struct stream_state *state,
+                           struct epoch *epoch)
+{
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, fence_wait, epoch->fence);
+    allocator->stats.num_fence_waits++;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    complete_epochs_through(allocator, state, epoch);
+    return true;
+}
+
+static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool)
+{
+    for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
+        if (epoch->bytes[pool] != 0)
+            return epoch;
+    return NULL;
+}
+
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool)
+{
+    /* Only epochs of synchronous frees: the program would have waited for
+     * those in cuMemFree itself. A stream-ordered free never made it wait. */
+    struct stream_state *state = &allocator->all_streams;
+    if (allocator->synchronous_closed_bytes[pool] == 0 || driver_capture_active(allocator))
+        return false;
+    struct epoch *oldest = first_epoch_holding(state, pool);
+    return oldest != NULL && wait_for_epoch(allocator, state, oldest);
+}
+
+static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    if (state->newest != NULL)
+        complete_epochs_through(allocator, state, state->newest);
+    complete_open_epoch(allocator, state);
+    state->completed_tick = allocator->tick;
+}
+
+void epochs_all_work_done(struct gpucache_allocator *allocator)
+{
+    state_work_done(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        state_work_done(allocator, allocator->streams[i]);
+    allocator->all_completed_tick = allocator->tick;
+}
+
+void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream)
+{
+    struct stream_state *state = stream_state_find(allocator, stream, false);
+    if (state != NULL)
+        state_work_done(allocator, state);
+}
+
+void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
+                                          enum pool_kind pool, gpucache_stream stream,
+                                          size_t size)
+{
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        struct stream_state *state = allocator->streams[i];
+        /* One clearing fence in flight per stream is enough; a retired
+         * stream cannot take new fences. */
+        if (state->stream == stream || state->stream == STREAM_RETIRED ||
+            state->oldest != NULL || state->fenced_tick == allocator->tick)
+            continue;
+        struct block *fitting = free_pool_lower_bound(allocator, pool, state->stream, size);
+        if (fitting != NULL && fitting->free_tick > stream_state_cleared_tick(allocator, state))
+            epoch_close(allocator, state);
+    }
+}
+
+/* Whether `state`'s stream may still be using some of its free blocks
+ * (some stream-ordered free on it came after its last completed fence). */
+static bool stream_has_uncleared_blocks(struct gpucache_allocator *allocator,
+                                        const struct stream_state *state)
+{
+    if (stream_state_cleared_tick(allocator, state) >= allocator->tick)
+        return false;
+    return free_pool_lower_bound(allocator, POOL_SMALL, state->stream, 0) != NULL ||
+           free_pool_lower_bound(allocator, POOL_LARGE, state->stream, 0) != NULL;
+}
+
+/* Waits for the newest closed epoch of `state` and so for all of them.
+ * False when the wait failed. */
+static bool wait_newest_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    return state->newest == NULL || wait_for_epoch(allocator, state, state->newest);
+}
+
+bool epochs_wait_all(struct gpucache_allocator *allocator)
+{
+    if (driver_capture_active(allocator))
+        return false;
+    epochs_close_all_open(allocator);
+    /* A clearing fence for each stream whose free blocks other streams may
+     * not take yet. */
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        struct stream_state *state = allocator->streams[i];
+        if (state->stream != STREAM_RETIRED && state->fenced_tick < allocator->tick &&
+            stream_has_uncleared_blocks(allocator, state))
+            epoch_close(allocator, state);
+    }
+    bool all_done = wait_newest_epoch(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        all_done = wait_newest_epoch(allocator, allocator->streams[i]) && all_done;
+    /* Blocks still pending (their fence could not be recorded), or free
+     * blocks of a stream that could not be fenced, need more. */
+    if (allocator->stats.pending_blocks.current != 0)
+        all_done = false;
+    for (size_t i = 0; i < allocator->stream_count && all_done; i++) {
+        const struct stream_state *state = allocator->streams[i];
+        if (stream_has_uncleared_blocks(allocator, state))
+            all_done = false;
+    }
+    return all_done;
+}
+
+static void rekey_list(struct block *list, gpucache_stream from, gpucache_stream to)
+{
+    for (struct block *block = list; block != NULL; block = block->list_next)
+        if (block->stream == from)
+            block->stream = to;
+}
+
+static void rekey_epochs(struct stream_state *state, gpucache_stream from, gpucache_stream to)
+{
+    rekey_list(state->open.first, from, to);
+    for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
+        rekey_list(epoch->first, from, to);
+}
+
+static void rekey_free_blocks(struct gpucache_allocator *allocator, gpucache_stream from,
+                              uint64_t free_tick)
+{
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        struct block *block = free_pool_lower_bound(allocator, pool, from, 0);
+        while (block != NULL && block->stream == from) {
+            struct block *next = RB_NEXT(free_tree, &allocator->pools[pool].free_blocks, block);
+            free_pool_remove(allocator, block);
+            block->stream = STREAM_RETIRED;
+            if (block->free_tick != 0)
+                block->free_tick = free_tick;
+            uint64_t gc_count_base = block->gc_count_base;
+            free_pool_insert(allocator, block);
+            block->gc_count_base = gc_count_base;
+            block = next;
+        }
+    }
+}
+
+static void append_list(struct epoch *to, struct epoch *from)
+{
+    if (from->first == NULL)
+        return;
+    if (to->last != NULL)
+        to->last->list_next = from->first;
+    else
+        to->first = from->first;
+    to->last = from->last;
+    to->block_count += from->block_count;
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        to->bytes[pool] += from->bytes[pool];
+}
+
+/* Hands the epochs of a destroyed stream to the retired state. Their ticks
+ * are at most the current tick, so the retired state's FIFO still completes
+ * a block's fence no earlier than its own. */
+static void move_epochs_to_retired(struct stream_state *state, struct stream_state *retired)
+{
+    append_list(&retired->open, &state->open);
+    if (state->oldest != NULL) {
+        if (retired->newest != NULL)
+            retired->newest->next = state->oldest;
+        else
+            retired->oldest = state->oldest;
+        retired->newest = state->newest;
+    }
+    retired->fenced_tick = max_tick(retired->fenced_tick, state->fenced_tick);
+}
+
+static void remove_stream_state(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        if (allocator->streams[i] == state) {
+            allocator->streams[i] = allocator->streams[--allocator->stream_count];
+            break;
+        }
+    }
+    free(state);
+}
+
+void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream stream)
+{
+    if (stream == STREAM_RETIRED)
+        return;
+    struct stream_state *retired = stream_state_find(allocator, STREAM_RETIRED, true);
+    if (retired == NULL)
+        return; /* host memory exhausted: the blocks keep their key, still safe */
+    struct stream_state *state = stream_state_find(allocator, stream, false);
+    /* The fence after the stream's last work clears everything it touched. */
+    if (state != NULL)
+        epoch_close(allocator, state);
+    rekey_free_blocks(allocator, stream, allocator->tick);
+    const struct block_map *map = &allocator->allocated;
+    for (size_t i = 0; i < map->capacity; i++)
+        if (map->slots[i].address != 0 && map->slots[i].block->stream == stream)
+            map->slots[i].block->stream = STREAM_RETIRED;
+    rekey_epochs(&allocator->all_streams, stream, STREAM_RETIRED);
+    for (size_t i = 0; i < allocator->stream_count; i++)
+        rekey_epochs(allocator->streams[i], stream, STREAM_RETIRED);
+    if (state != NULL) {
+        move_epochs_to_retired(state, retired);
+        remove_stream_state(allocator, state);
+    }
+}
+
+static void discard_state(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    while (state->oldest != NULL) {
+        struct epoch *epoch = state->oldest;
+        state->oldest = epoch->next;
+        driver_fence_release(allocator, epoch->fence);
+        free(epoch);
+    }
+    state->newest = NULL;
+    memset(&state->open, 0, sizeof state->open);
+}
+
+void epochs_discard(struct gpucache_allocator *allocator)
+{
+    discard_state(allocator, &allocator->all_streams);
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        discard_state(allocator, allocator->streams[i]);
+        free(allocator->streams[i]);
+    }
+    free(allocator->streams);
+    allocator->streams = NULL;
+    allocator->stream_count = allocator->stream_capacity = 0;
+    while (allocator->spare_epochs != NULL) {
+        struct epoch *epoch = allocator->spare_epochs;
+        allocator->spare_epochs = epoch->next;
+        free(epoch);
+    }
+    allocator->closed_epoch_count = 0;
+    allocator->synchronous_closed_bytes[POOL_SMALL] = allocator->synchronous_closed_bytes[POOL_LARGE] = 0;
+}

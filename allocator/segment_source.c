@@ -1,0 +1,121 @@
+/* Segment acquisition and release: the seam between the caching logic and
+ * the driver's memory. */
+#include <stdlib.h>
+
+#include "segment_source.h"
+
+static int segment_tree_compare(const struct segment *a, const struct segment *b)
+{
+    return (a->base > b->base) - (a->base < b->base);
+}
+
+RB_GENERATE(segment_tree, segment, link, segment_tree_compare)
+
+static void count_segment(struct gpucache_allocator *allocator, const struct segment *segment,
+                          int64_t sign)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    stat_array_change(stats->segment, segment->pool, sign);
+    stat_array_change(stats->reserved_bytes, segment->pool, sign * (int64_t)segment->size);
+    if (segment->size >= allocator->config->max_split_size)
+        stat_change(&stats->oversize_segments, sign);
+    if (sign > 0)
+        stats->num_device_alloc++;
+    else
+        stats->num_device_free++;
+}
+
+gpucache_result segment_source_acquire(struct gpucache_allocator *allocator,
+                                       enum pool_kind pool, gpucache_stream stream,
+                                       size_t rounded_size, size_t segment_size,
+                                       struct block **out)
+{
+    (void)rounded_size; /* a plain segment is always segment_size bytes */
+    struct segment *segment = calloc(1, sizeof *segment);
+    struct block *block = block_store_take(allocator);
+    if (segment == NULL || block == NULL) {
+        free(segment);
+        if (block != NULL)
+            block_store_give(allocator, block);
+        return GPUCACHE_ERROR_OUT_OF_MEMORY;
+    }
+    uint64_t address = 0;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, device_alloc, allocator->device, segment_size, &address);
+    if (result != GPUCACHE_SUCCESS) {
+        free(segment);
+        block_store_give(allocator, block);
+        return result;
+    }
+    segment->base = address;
+    segment->size = segment_size;
+    segment->kind = SEGMENT_PLAIN;
+    segment->pool = pool;
+    segment->stream = stream;
+    RB_INSERT(segment_tree, &allocator->segments, segment);
+    count_segment(allocator, segment, +1);
+
+    block->address = address;
+    block->size = segment_size;
+    block->stream = stream;
+    block->segment = segment;
+    block->pool = (uint8_t)pool;
+    block->mapped = true;
+    *out = block;
+    return GPUCACHE_SUCCESS;
+}
+
+bool segment_source_releasable(const struct block *block)
+{
+    return block->prev == NULL && block->next == NULL && block->segment->kind == SEGMENT_PLAIN &&
+           !block->segment->pinned;
+}
+
+bool segment_source_release(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct segment *segment = block->segment;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    free_pool_remove(allocator, block);
+    RB_REMOVE(segment_tree, &allocator->segments, segment);
+    count_segment(allocator, segment, -1);
+    free(segment);
+    block_store_give(allocator, block);
+    return true;
+}
+
+struct segment *segment_source_find(struct gpucache_allocator *allocator, uint64_t address)
+{
+    /* The segment with the greatest base not above `address`. */
+    struct segment *node = RB_ROOT(&allocator->segments);
+    struct segment *below = NULL;
+    while (node != NULL) {
+        if (node->base <= address) {
+            below = node;
+            node = RB_RIGHT(node, link);
+        } else {
+            node = RB_LEFT(node, link);
+        }
+    }
+    if (below != NULL && address - below->base < below->size)
+        return below;
+    return NULL;
+}
+
+void segment_source_drop_all(struct gpucache_allocator *allocator, bool free_memory)
+{
+    struct segment *segment;
+    struct segment *next;
+    RB_FOREACH_SAFE(segment, segment_tree, &allocator->segments, next) {
+        if (free_memory) {
+            gpucache_result result;
+            DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
+            (void)result; /* nothing more can be done for it at teardown */
+            count_segment(allocator, segment, -1);
+        }
+        RB_REMOVE(segment_tree, &allocator->segments, segment);
+        free(segment);
+    }
+}

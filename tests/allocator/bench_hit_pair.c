@@ -1,0 +1,114 @@
+/* Cache-hit malloc + free pair, in nanoseconds: the median over many
+ * batches, for one thread and for two threads sharing the allocator. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "accounting_driver.h"
+#include "gpucache_allocator.h"
+#include "gpucache_config.h"
+
+#define BATCHES 2001
+#define PAIRS_PER_BATCH 1000
+
+struct run {
+    struct gpucache_allocator *allocator;
+    pthread_barrier_t *start; /* the threads measure at the same time */
+    gpucache_stream stream;
+    size_t size;
+    enum gpucache_free_kind kind;
+    double median_ns;
+    int64_t started_ns;
+    int64_t finished_ns;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void *measure(void *argument)
+{
+    struct run *run = argument;
+    static _Thread_local double per_pair[BATCHES];
+    uint64_t address;
+    /* Warm up: the first pair creates the segment, later ones hit. */
+    for (int i = 0; i < 10000; i++) {
+        if (gpucache_allocator_malloc(run->allocator, run->size, run->stream, &address) != 0)
+            abort();
+        gpucache_allocator_free(run->allocator, address, run->kind, run->stream);
+    }
+    pthread_barrier_wait(run->start);
+    run->started_ns = now_ns();
+    for (int batch = 0; batch < BATCHES; batch++) {
+        int64_t start = now_ns();
+        for (int i = 0; i < PAIRS_PER_BATCH; i++) {
+            gpucache_allocator_malloc(run->allocator, run->size, run->stream, &address);
+            gpucache_allocator_free(run->allocator, address, run->kind, run->stream);
+        }
+        per_pair[batch] = (double)(now_ns() - start) / PAIRS_PER_BATCH;
+    }
+    run->finished_ns = now_ns();
+    qsort(per_pair, BATCHES, sizeof per_pair[0], compare_doubles);
+    run->median_ns = per_pair[BATCHES / 2];
+    return NULL;
+}
+
+static void report(const char *what, size_t size, enum gpucache_free_kind kind, int threads)
+{
+    struct gpucache_config config;
+    gpucache_config_defaults(&config);
+    struct accounting_driver *driver = accounting_driver_create((uint64_t)64 << 30, 0);
+    struct gpucache_allocator *allocator =
+        gpucache_allocator_create(&config, accounting_driver_interface(driver), 0);
+    struct run runs[2];
+    pthread_t ids[2];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) {
+        runs[i] = (struct run){allocator, &start, (gpucache_stream)(0x1000 * (i + 1)), size, kind,
+                               0, 0, 0};
+        pthread_create(&ids[i], NULL, measure, &runs[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(ids[i], NULL);
+    /* With several threads the per-thread medians hide the time a thread
+     * waits for the lock, so the wall time per pair of all threads counts. */
+    int64_t first_start = runs[0].started_ns, last_finish = runs[0].finished_ns;
+    for (int i = 1; i < threads; i++) {
+        if (runs[i].started_ns < first_start)
+            first_start = runs[i].started_ns;
+        if (runs[i].finished_ns > last_finish)
+            last_finish = runs[i].finished_ns;
+    }
+    double wall_per_pair = (double)(last_finish - first_start) /
+                           ((double)threads * BATCHES * PAIRS_PER_BATCH);
+    printf("%-44s %d thread%s: median %6.1f ns per pair", what, threads,
+           threads == 1 ? " " : "s", runs[0].median_ns);
+    for (int i = 1; i < threads; i++)
+        printf(" (thread %d: %.1f)", i + 1, runs[i].median_ns);
+    printf(", wall %6.1f ns per pair of all threads\n", wall_per_pair);
+    pthread_barrier_destroy(&start);
+    gpucache_allocator_destroy(allocator);
+    accounting_driver_destroy(driver);
+}
+
+int main(void)
+{
+    report("4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1);
+    report("4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 2);
+    report("32 MiB, cuMemFreeAsync on the same stream", (size_t)32 << 20,
+           GPUCACHE_FREE_STREAM_ORDERED, 1);
+    report("4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1);
+    report("4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 2);
+    return 0;
+}

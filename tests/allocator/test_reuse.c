@@ -1,0 +1,227 @@
+/* Reuse safety (DESIGN.md §2): when a freed block may be handed out again,
+ * on which stream, and what it costs in fences and synchronizations. */
+#include "allocator_fixture.h"
+
+static void open_held(struct fixture *f)
+{
+    fixture_defaults(f);
+    fixture_open(f, 1 * GiB);
+    accounting_driver_hold_fences(f->driver, true);
+}
+
+static bool inside(uint64_t address, uint64_t base, size_t size)
+{
+    return address >= base && address < base + size;
+}
+
+Test(reuse, a_stream_ordered_free_is_reusable_on_its_stream_at_once)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc_on(&f, 5 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_A);
+    cr_assert_eq(alloc_on(&f, 5 * MiB, STREAM_A), a);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_STREAM), 0);
+    fixture_close(&f);
+}
+
+Test(reuse, another_stream_gets_the_block_only_after_its_fence_completes)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc_on(&f, 12 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_A);
+    uint64_t b = alloc_on(&f, 12 * MiB, STREAM_B);
+    cr_assert_not(inside(b, a, 12 * MiB), "stream B must not get A's block before A's fence");
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_STREAM), 1,
+                 "the miss asked for a fence on A");
+    uint64_t c = alloc_on(&f, 12 * MiB, STREAM_C);
+    cr_assert_neq(c, a, "the fence has not completed yet");
+    accounting_driver_complete_stream(f.driver, STREAM_A);
+    free_on(&f, c, STREAM_C);
+    free_on(&f, b, STREAM_B);
+    uint64_t d = alloc_on(&f, 12 * MiB, (gpucache_stream)0xD000);
+    cr_assert(d == a, "after A's fence its block serves any stream (got 0x%llx, A's 0x%llx)",
+              (unsigned long long)d, (unsigned long long)a);
+    cr_assert_eq(stats_of(&f).num_fence_waits, 0, "no host wait for cross-stream reuse");
+    fixture_close(&f);
+}
+
+Test(reuse, a_free_on_a_foreign_stream_waits_for_that_streams_fence)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc_on(&f, 12 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_B);
+    cr_assert_eq(stats_of(&f).pending_blocks.current, 1);
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_C);
+    cr_assert_eq(stats_of(&f).pending_blocks.current, 1, "C's synchronize says nothing about B");
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_B);
+    fixture_check(&f);
+    cr_assert_eq(stats_of(&f).pending_blocks.current, 0);
+    cr_assert_eq(alloc_on(&f, 12 * MiB, STREAM_C), a, "B's work is done: any stream may take it");
+    fixture_close(&f);
+}
+
+Test(reuse, a_foreign_stream_free_never_makes_the_host_wait_before_growing)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc_on(&f, 12 * MiB, STREAM_A);
+    free_on(&f, a, STREAM_B);
+    uint64_t grown = alloc_on(&f, 12 * MiB, STREAM_A);
+    cr_assert_neq(grown, a, "B's work may still use the block, and cuMemFreeAsync never waited");
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_fence_waits, 0);
+    cr_assert_eq(stats.num_device_alloc, 2);
+    accounting_driver_complete_stream(f.driver, STREAM_B);
+    cr_assert_eq(alloc_on(&f, 12 * MiB, STREAM_A), a, "B's fence completed: reusable");
+    fixture_close(&f);
+}
+
+Test(reuse, synchronous_frees_wait_for_the_epoch_fence)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc(&f, 12 * MiB);
+    free_sync(&f, a);
+    cr_assert_eq(stats_of(&f).pending_bytes.current, 12 * MiB);
+    uint64_t small = alloc(&f, 4 * KiB);
+    cr_assert_not(inside(small, a, 12 * MiB));
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 1,
+                 "a miss closes the open epoch");
+    cr_assert_eq(stats_of(&f).num_fence_waits, 0, "pending large bytes cannot serve a small request");
+    cr_assert_eq(alloc(&f, 12 * MiB), a);
+    cr_assert_eq(stats_of(&f).num_fence_waits, 1);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_SYNCHRONIZE_DEVICE), 0);
+    fixture_close(&f);
+}
+
+Test(reuse, a_program_synchronize_readies_earlier_frees_for_free)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc(&f, 12 * MiB);
+    free_sync(&f, a);
+    gpucache_allocator_synchronized(f.allocator, true, 0);
+    cr_assert_eq(alloc_on(&f, 12 * MiB, STREAM_B), a);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0);
+    cr_assert_eq(stats_of(&f).num_fence_waits, 0);
+    fixture_close(&f);
+}
+
+Test(reuse, a_completed_epoch_is_reused_without_waiting)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc(&f, 12 * MiB);
+    free_sync(&f, a);
+    alloc(&f, 4 * KiB); /* closes the epoch */
+    accounting_driver_complete_all(f.driver);
+    cr_assert_eq(alloc(&f, 12 * MiB), a);
+    cr_assert_eq(stats_of(&f).num_fence_waits, 0);
+    fixture_close(&f);
+}
+
+Test(reuse, epochs_close_after_64_frees_or_64_mib)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t blocks[64];
+    for (int i = 0; i < 64; i++)
+        blocks[i] = alloc(&f, 4 * KiB);
+    for (int i = 0; i < 63; i++)
+        free_sync(&f, blocks[i]);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0);
+    free_sync(&f, blocks[63]);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 1);
+    free_sync(&f, alloc(&f, 64 * MiB));
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 2);
+    cr_assert_eq(stats_of(&f).num_epochs_closed, 2);
+    fixture_close(&f);
+}
+
+Test(reuse, the_async_mode_never_synchronizes_the_device)
+{
+    struct fixture f;
+    open_held(&f);
+    for (int round = 0; round < 200; round++) {
+        uint64_t a = alloc(&f, (size_t)(round % 7 + 1) * MiB);
+        free_sync(&f, a);
+        if (round % 50 == 0)
+            accounting_driver_complete_all(f.driver);
+    }
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_device_synchronizations, 0);
+    cr_assert_leq(stats.num_fence_waits, 200, "at most one wait per synchronous free");
+    fixture_close(&f);
+}
+
+Test(reuse, conservative_mode_synchronizes_instead_of_fencing)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_configure(&f, "reuse:conservative");
+    fixture_open(&f, 1 * GiB);
+    accounting_driver_hold_fences(f.driver, true);
+    uint64_t a = alloc(&f, 12 * MiB);
+    free_sync(&f, a);
+    cr_assert_eq(alloc(&f, 12 * MiB), a);
+    cr_assert_eq(stats_of(&f).num_device_synchronizations, 1);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0);
+    fixture_close(&f);
+}
+
+Test(reuse, relaxed_mode_reuses_synchronous_frees_at_once)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_configure(&f, "reuse:relaxed");
+    fixture_open(&f, 1 * GiB);
+    accounting_driver_hold_fences(f.driver, true);
+    uint64_t a = alloc(&f, 12 * MiB);
+    free_sync(&f, a);
+    cr_assert_eq(stats_of(&f).pending_blocks.current, 0);
+    cr_assert_eq(alloc(&f, 12 * MiB), a);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0);
+    cr_assert_eq(stats_of(&f).num_device_synchronizations, 0);
+    fixture_close(&f);
+}
+
+Test(reuse, no_fences_are_recorded_during_capture)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t blocks[64];
+    for (int i = 0; i < 64; i++)
+        blocks[i] = alloc(&f, 4 * KiB);
+    accounting_driver_set_capture(f.driver, true);
+    for (int i = 0; i < 64; i++)
+        free_sync(&f, blocks[i]);
+    alloc(&f, 8 * KiB);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY), 0);
+    cr_assert_eq(stats_of(&f).pending_blocks.current, 64);
+    accounting_driver_set_capture(f.driver, false);
+    alloc(&f, 2 * MiB); /* a large request: a miss */
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 1);
+    fixture_close(&f);
+}
+
+Test(reuse, a_destroyed_streams_blocks_serve_others_after_its_last_work)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc_on(&f, 12 * MiB, STREAM_A);
+    uint64_t live = alloc_on(&f, 4 * KiB, STREAM_A);
+    free_on(&f, a, STREAM_A);
+    gpucache_allocator_stream_destroyed(f.allocator, STREAM_A);
+    fixture_check(&f);
+    uint64_t b = alloc_on(&f, 12 * MiB, STREAM_B);
+    cr_assert_neq(b, a, "A's last work may still use the block");
+    accounting_driver_complete_stream(f.driver, STREAM_A);
+    cr_assert_eq(alloc_on(&f, 12 * MiB, STREAM_C), a);
+    /* A block allocated on the destroyed stream can still be freed. */
+    free_sync(&f, live);
+    fixture_close(&f);
+}
