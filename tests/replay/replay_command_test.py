@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `gpucache replay`: traces written here (RMM CSV and
+PyTorch snapshot pickles), run through the real command, results compared
+with what PyTorch's allocator rules give by hand.
+
+usage: replay_command_test.py CASE GPUCACHE [TRACES_DIR]
+Exit status 0 pass, 1 fail, 77 skip (meson's convention)."""
+
+import json
+import os
+import pickle
+import pickletools
+import subprocess
+import sys
+import tempfile
+
+from snapshot_writer import MiB, SnapshotWriter
+
+SKIP = 77
+HEADER = "Thread,Time,Action,Pointer,Size,Stream"
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def run(tool, *arguments):
+    return subprocess.run([tool, "replay", *arguments], capture_output=True, text=True,
+                          check=False)
+
+
+def replay_json(tool, trace, *arguments):
+    result = run(tool, "--json", *arguments, trace)
+    check(result.returncode == 0,
+          f"exit {result.returncode} for {trace}: {result.stderr.strip()}")
+    check(result.stderr == "", f"stderr not empty without a terminal: {result.stderr!r}")
+    return json.loads(result.stdout)
+
+
+def expect_error(tool, trace, message, *arguments):
+    result = run(tool, *arguments, trace)
+    check(result.returncode == 2, f"exit {result.returncode}, expected 2 for {trace}")
+    check(result.stdout == "", f"stdout not empty on error: {result.stdout!r}")
+    check(result.stderr == message + "\n",
+          f"stderr\n  {result.stderr!r}\nexpected\n  {message + chr(10)!r}")
+
+
+def stat(configuration, name):
+    return configuration["stats"][name]
+
+
+class CsvTrace:
+    """An RMM replay log, one row per call, as logging_resource_adaptor writes."""
+
+    def __init__(self):
+        self.rows = [HEADER]
+
+    def allocate(self, pointer, size, stream=0):
+        self.rows.append(f"140573312345856,10:00:00.000001,allocate,{pointer:#x},{size},{stream:#x}")
+        return self
+
+    def free(self, pointer, size, stream=0):
+        self.rows.append(f"140573312345856,10:00:00.000002,free,{pointer:#x},{size},{stream:#x}")
+        return self
+
+    def write(self, path):
+        with open(path, "w", encoding="ascii") as out:
+            out.write("\n".join(self.rows) + "\n")
+        return path
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="ascii") as out:
+        out.write(text)
+    return path
+
+
+def example_1_trace(small_first):
+    """DESIGN.md section 6, example 1: 8 x 16 MiB then 4 x 32 MiB, or the
+    other way round, freeing everything in between."""
+    trace, base = CsvTrace(), 0x7F0000000000
+    first, second = ((8, 16), (4, 32)) if small_first else ((4, 32), (8, 16))
+    for count, size in (first, second):
+        pointers = [base + index * size * MiB for index in range(count)]
+        for pointer in pointers:
+            trace.allocate(pointer, size * MiB)
+        if (count, size) == first:
+            for pointer in pointers:
+                trace.free(pointer, size * MiB)
+        base += 1 << 32
+    return trace
+
+
+def case_example_1(tool, workdir, _traces):
+    small_first = example_1_trace(True).write(os.path.join(workdir, "small_first.csv"))
+    large_first = example_1_trace(False).write(os.path.join(workdir, "large_first.csv"))
+    grows = replay_json(tool, small_first)["configurations"][0]
+    check(grows["completed"], "8 x 16 then 4 x 32 did not complete")
+    check(stat(grows, "allocated_bytes.all.peak") == 128 * MiB,
+          f"peak allocated {stat(grows, 'allocated_bytes.all.peak')}, expected 128 MiB")
+    check(stat(grows, "reserved_bytes.all.peak") == 256 * MiB,
+          f"8 x 16 then 4 x 32: peak reserved {stat(grows, 'reserved_bytes.all.peak')}, "
+          "expected 256 MiB (reserved grows from 128 to 256)")
+    check(stat(grows, "num_device_alloc") == 12, "expected 8 + 4 segments")
+    check(abs(grows["utilisation"] - 0.5) < 1e-9 and abs(grows["fragmentation"] - 0.5) < 1e-9,
+          "utilisation and fragmentation should both be 0.5")
+    stays = replay_json(tool, large_first)["configurations"][0]
+    check(stat(stays, "reserved_bytes.all.peak") == 128 * MiB,
+          f"4 x 32 then 8 x 16: peak reserved {stat(stays, 'reserved_bytes.all.peak')}, "
+          "expected 128 MiB (the 32 MiB blocks are split)")
+    check(stat(stays, "num_device_alloc") == 4, "expected the 4 segments of 32 MiB only")
+    table = run(tool, small_first).stdout.splitlines()
+    check("peak reserved       256.00 MiB" in table, f"table row missing:\n" + "\n".join(table))
+    check("fragmentation           50.00%" in table, "fragmentation row missing")
+
+
+def case_example_6(tool, workdir, _traces):
+    """DESIGN.md section 6, example 6: a freed 2 MiB block (large pool) cannot
+    serve a 0.5 MiB request (small pool), so reserved grows by a 2 MiB small
+    segment; a second 2 MiB request reuses the block instead."""
+    loophole = (CsvTrace().allocate(0x7F0000000000, 2 * MiB).free(0x7F0000000000, 2 * MiB)
+                .allocate(0x7F1000000000, MiB // 2).write(os.path.join(workdir, "loophole.csv")))
+    control = (CsvTrace().allocate(0x7F0000000000, 2 * MiB).free(0x7F0000000000, 2 * MiB)
+               .allocate(0x7F0000000000, 2 * MiB).write(os.path.join(workdir, "control.csv")))
+    result = replay_json(tool, loophole)["configurations"][0]
+    check(stat(result, "reserved_bytes.all.peak") == 22 * MiB,
+          f"peak reserved {stat(result, 'reserved_bytes.all.peak')}, expected 20 + 2 MiB")
+    check(stat(result, "reserved_bytes.small_pool.peak") == 2 * MiB, "no small segment")
+    check(stat(result, "allocated_bytes.all.peak") == 2 * MiB, "peak allocated should be 2 MiB")
+    check(stat(result, "num_device_alloc") == 2, "expected two segments")
+    result = replay_json(tool, control)["configurations"][0]
+    check(stat(result, "reserved_bytes.all.peak") == 20 * MiB, "the 2 MiB block was not reused")
+    check(stat(result, "num_device_alloc") == 1, "the control needs one segment")
+
+
+def case_csv_errors(tool, workdir, _traces):
+    path = os.path.join(workdir, "bad.csv")
+    prefix = f"gpucache replay: {path}: "
+    write_text(path, "Thread,Time,Action,Pointer,Bytes,Stream\n")
+    expect_error(tool, path, prefix + "line 1: header is 'Thread,Time,Action,Pointer,Bytes,Stream' "
+                 "(expected 'Thread,Time,Action,Pointer,Size,Stream')")
+    write_text(path, HEADER + "\n1,10:00:00.0,allocate,0x1000,512,0x0\n1,10:00:00.0,reuse,0x1000,512,0x0\n")
+    expect_error(tool, path, prefix + "line 3: unknown action 'reuse' (expected allocate, free, "
+                 "deallocate or allocate failure)")
+    write_text(path, HEADER + "\n1,10:00:00.0,allocate,0x1000,-512,0x0\n")
+    expect_error(tool, path, prefix + "line 2: Size '-512' is not a number of bytes (expected a "
+                 "decimal integer)")
+    CsvTrace().allocate(0x1000, 512).allocate(0x2000, 512).allocate(0x1000, 1024).write(path)
+    expect_error(tool, path, prefix + "line 4: allocation at 0x1000, which is still live "
+                 "(allocated at line 2)")
+
+
+def case_csv_preexisting(tool, workdir, _traces):
+    """A free of a pointer the log never allocated: the allocation predates
+    the log, so it is made first and counts towards the peaks."""
+    path = (CsvTrace().allocate(0x7F0000000000, 16 * MiB).free(0x7E0000000000, 32 * MiB)
+            .free(0x7F0000000000, 16 * MiB).write(os.path.join(workdir, "preexisting.csv")))
+    report = replay_json(tool, path)
+    check(report["inferred_allocations"] == 1, "the unknown pointer was not inferred")
+    check(report["events"] == 4, "3 rows + 1 inferred allocation")
+    result = report["configurations"][0]
+    check(stat(result, "allocated_bytes.all.peak") == 48 * MiB, "both were live at once")
+    table = run(tool, path).stdout
+    check("1 allocation alive before the recording (inferred)" in table, table)
+
+
+def case_oom(tool, workdir, _traces):
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    report = replay_json(tool, path, "--device-memory", "100MiB")
+    result = report["configurations"][0]
+    check(not result["completed"], "8 x 16 MiB cannot fit in 100 MiB")
+    check(result["failed_request"] == {"event": 6, "position": "line 8", "action": "alloc",
+                                       "inferred": False, "size": 16 * MiB, "stream": 0,
+                                       "result": 2, "out_of_memory": True},
+          f"failed request {result['failed_request']}")
+    check(stat(result, "num_ooms") == 1, "one OOM")
+    check(stat(result, "allocated_bytes.all.current") == 96 * MiB, "6 blocks live at the OOM")
+    table = run(tool, "--device-memory", "100MiB", path)
+    check(table.returncode == 0, "running out of memory is a result, not an error")
+    lines = table.stdout.splitlines()
+    check("completed           no, at event 6" in lines, table.stdout)
+    check("default: out of memory at event 6 (line 8): 16777216 bytes (16.00 MiB) on stream 0x0, "
+          "with 96.00 MiB allocated and 96.00 MiB reserved" in lines, table.stdout)
+    # With room for the 8 blocks, the 32 MiB requests succeed after the
+    # retry releases the cached 16 MiB segments.
+    result = replay_json(tool, path, "--device-memory", "200MiB")["configurations"][0]
+    check(result["completed"], "200 MiB is enough after a retry")
+    check(stat(result, "num_alloc_retries") >= 1, "expected the retry chain to free the cache")
+
+
+def case_min_device(tool, workdir, _traces):
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    results = replay_json(tool, path, "--min-device", "--conf", "",
+                          "--conf", "max_split_size_mb:20")["configurations"]
+    for result in results:
+        check(result["smallest_device_memory"] == 128 * MiB,
+              f"{result['configuration']!r}: smallest device {result['smallest_device_memory']}, "
+              "expected 128 MiB (8 x 16 MiB live at once)")
+    table = run(tool, "--min-device", "--device-memory", "1GiB", path).stdout
+    check("smallest device     128.00 MiB" in table.splitlines(), table)
+    # A 2 MiB block kept alive pins its 20 MiB segment, so the 32 MiB request
+    # needs 52 MiB although at most 34 MiB are live: starting below, the
+    # search has to grow the device before it bisects.
+    pinned = CsvTrace()
+    pointers = [0x7F0000000000 + index * 2 * MiB for index in range(10)]
+    for pointer in pointers:
+        pinned.allocate(pointer, 2 * MiB)
+    for pointer in pointers[1:]:
+        pinned.free(pointer, 2 * MiB)
+    pinned.allocate(0x7F1000000000, 32 * MiB)
+    path = pinned.write(os.path.join(workdir, "pinned.csv"))
+    report = replay_json(tool, path, "--min-device", "--device-memory", "34MiB")
+    check(report["peak_live_bytes"] == 34 * MiB, "34 MiB live at most")
+    check(not report["configurations"][0]["completed"], "34 MiB is not enough")
+    check(report["configurations"][0]["smallest_device_memory"] == 52 * MiB,
+          f"smallest device {report['configurations'][0]['smallest_device_memory']}, "
+          "expected 20 + 32 MiB")
+
+
+def case_streams(tool, workdir, _traces):
+    """Two streams in the trace are two stream handles: a block freed on one
+    stream is not reused for a request on the other."""
+    two = (CsvTrace().allocate(0x7F0000000000, 16 * MiB, stream=0).free(0x7F0000000000, 16 * MiB)
+           .allocate(0x7F1000000000, 16 * MiB, stream=0x55D0C0A0)
+           .write(os.path.join(workdir, "two_streams.csv")))
+    one = (CsvTrace().allocate(0x7F0000000000, 16 * MiB).free(0x7F0000000000, 16 * MiB)
+           .allocate(0x7F1000000000, 16 * MiB).write(os.path.join(workdir, "one_stream.csv")))
+    report = replay_json(tool, two)
+    check(report["streams"] == 2, "two streams expected")
+    check(stat(report["configurations"][0], "reserved_bytes.all.peak") == 32 * MiB,
+          "the second stream must get its own segment")
+    report = replay_json(tool, one)
+    check(stat(report["configurations"][0], "reserved_bytes.all.peak") == 16 * MiB,
+          "one stream reuses its block")
+
+
+def case_options(tool, workdir, _traces):
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    result = run(tool, "--help")
+    check(result.returncode == 0 and result.stdout.startswith("usage: gpucache replay"), "help")
+    result = run(tool, "--conf", "expandable_segments:maybe", path)
+    check(result.returncode == 2, "a bad --conf exits 2")
+    check(result.stderr.startswith("gpucache: --conf: ") and result.stderr.count("\n") == 1,
+          f"a bad --conf prints the parser's one line: {result.stderr!r}")
+    for conf, what in (("backend:cudaMallocAsync", "backend:cudaMallocAsync hands every request "
+                        "to the driver's pool"),
+                       ("passthrough:True", "passthrough:True hands every request to the driver")):
+        expect_error(tool, path, f"gpucache replay: --conf '{conf}': {what}, which the replay "
+                     "cannot simulate (it replays the caching allocator)", "--conf", conf)
+    expect_error(tool, path, "gpucache replay: --device-memory: '80GB' is not a size (expected a "
+                 "number with an optional unit B, KiB, MiB, GiB or TiB, such as 80GiB) "
+                 "(see gpucache replay --help)", "--device-memory", "80GB")
+    expect_error(tool, os.path.join(workdir, "absent.csv"),
+                 f"gpucache replay: {os.path.join(workdir, 'absent.csv')}: cannot open: "
+                 "No such file or directory")
+    report = replay_json(tool, path, "--device-memory", "1.5GiB", "--conf", "",
+                         "--conf", "max_split_size_mb:64")
+    check(report["device_memory"] == 3 * 512 * MiB, "1.5GiB")
+    check([c["configuration"] for c in report["configurations"]] == ["", "max_split_size_mb:64"],
+          "one column per --conf, in order")
+    header = run(tool, "--conf", "", "--conf", "max_split_size_mb:64", path).stdout.splitlines()
+    check(header[4].split() == ["default", "max_split_size_mb:64"], f"column headers: {header[4]!r}")
+
+
+# The weights' requested size is not a multiple of 512: the replay must
+# request what the program asked for. The allocator rounds it to 30 MiB - 512
+# in a 30 MiB segment, and a 512-byte remainder is too small to split off a
+# large block, so the whole 30 MiB counts as allocated.
+WEIGHTS_REQUESTED = 30 * MiB - 1000
+WEIGHTS_ALLOCATED = 30 * MiB
+
+
+def case_progress(tool, workdir, _traces):
+    """Progress goes to stderr only when it is a terminal, and is erased
+    before the results; stdout carries the table alone."""
+    import pty
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run([tool, "replay", "--conf", "", "--conf", "max_split_size_mb:64",
+                                 path], stdout=subprocess.PIPE, stderr=follower, check=False)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO once the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    check(result.returncode == 0, f"exit {result.returncode}")
+    check(b"\r\x1b[Kgpucache replay: configuration 1/2 (default): 100%" in shown,
+          f"no progress for the first configuration: {shown!r}")
+    check(b"configuration 2/2 (max_split_size_mb:64): 100%" in shown, f"{shown!r}")
+    check(shown.endswith(b"\r\x1b[K"), f"progress line not erased: {shown!r}")
+    check(result.stdout.startswith(b"trace   ") and b"\x1b" not in result.stdout,
+          "stdout must hold the table only")
+
+
+def snapshot_scenario(free_completed=True, device=0):
+    """A snapshot whose trace starts after two allocations were made: one
+    freed during the trace (a free without alloc) and one still alive at the
+    end (only in the final state). Then DESIGN example 1's first order."""
+    writer = SnapshotWriter(device=device, free_completed=free_completed)
+    weights, early = 0x7F0000000000, 0x7F1000000000
+    writer.free(early, 8 * MiB)
+    small = [0x7F2000000000 + index * 16 * MiB for index in range(8)]
+    for pointer in small:
+        writer.alloc(pointer, 16 * MiB)
+    for pointer in small:
+        writer.free(pointer, 16 * MiB)
+    large = [0x7F3000000000 + index * 32 * MiB for index in range(4)]
+    for pointer in large:
+        writer.segment_alloc(pointer, 32 * MiB)
+        writer.alloc(pointer, 32 * MiB)
+    writer.segment(weights, [(30 * MiB, "active_allocated", WEIGHTS_REQUESTED)])
+    writer.segment(early, [(20 * MiB, "inactive", 8 * MiB)])
+    for pointer in small:
+        writer.segment(pointer, [(16 * MiB, "inactive", 16 * MiB)])
+    for pointer in large:
+        writer.segment(pointer, [(32 * MiB, "active_allocated", 32 * MiB)])
+    return writer
+
+
+def check_snapshot_result(report, label):
+    # Inferred first, by address: the weights (a 30 MiB segment) and the
+    # early 8 MiB block (a 20 MiB segment). Its free leaves the 20 MiB free;
+    # the first 16 MiB request splits it, 7 more need segments; after the
+    # frees no cached block fits 32 MiB, so 4 more segments.
+    check(report["inferred_allocations"] == 2, f"{label}: inferred {report['inferred_allocations']}")
+    check(report["allocations"] == 12 and report["frees"] == 9, f"{label}: counts {report}")
+    result = report["configurations"][0]
+    check(result["completed"], f"{label}: did not complete")
+    expected = {
+        "allocated_bytes.all.peak": WEIGHTS_ALLOCATED + 128 * MiB,
+        "requested_bytes.all.peak": WEIGHTS_REQUESTED + 128 * MiB,
+        "reserved_bytes.all.peak": (30 + 20 + 7 * 16 + 4 * 32) * MiB,
+        "num_device_alloc": 13,
+        "allocation.all.current": 5,
+    }
+    for name, value in expected.items():
+        check(stat(result, name) == value, f"{label}: {name} is {stat(result, name)}, expected {value}")
+
+
+def case_snapshot(tool, workdir, _traces):
+    for protocol in (2, 3, 4, 5):
+        path = os.path.join(workdir, f"snapshot_p{protocol}.pickle")
+        snapshot_scenario().write(path, protocol)
+        check_snapshot_result(replay_json(tool, path), f"protocol {protocol}")
+    path = os.path.join(workdir, "snapshot.json")
+    snapshot_scenario().write_json(path)
+    check_snapshot_result(replay_json(tool, path), "JSON")
+    # Recorded with skip_actions=['free_completed']: the frees are the
+    # free_requested entries instead.
+    path = os.path.join(workdir, "snapshot_requested_only.pickle")
+    snapshot_scenario(free_completed=False).write(path, 4)
+    check_snapshot_result(replay_json(tool, path), "free_requested only")
+    # A second GPU: its trace is found without --device, and named with it.
+    path = os.path.join(workdir, "snapshot_device1.pickle")
+    snapshot_scenario(device=1).write(path, 4)
+    report = replay_json(tool, path)
+    check(report["device"] == 1, f"picked device {report['device']}, expected the one with entries")
+    check_snapshot_result(report, "device 1")
+    check_snapshot_result(replay_json(tool, path, "--device", "1"), "--device 1")
+    empty = replay_json(tool, path, "--device", "0")
+    check(empty["events"] == 0 and empty["configurations"][0]["completed"], "device 0 is empty")
+    expect_error(tool, path, f"gpucache replay: {path}: device_traces: no trace for device 2 (the "
+                 "snapshot has 2 devices)", "--device", "2")
+
+
+def case_snapshot_errors(tool, workdir, _traces):
+    path = os.path.join(workdir, "bad.pickle")
+    prefix = f"gpucache replay: {path}: "
+    writer = snapshot_scenario()
+    del writer.entries[3]["addr"]
+    writer.write(path, 4)
+    expect_error(tool, path, prefix + "device_traces[0][3]: 'addr' is missing")
+    writer = snapshot_scenario()
+    writer.entries[2]["action"] = "relocate"
+    writer.write(path, 2)
+    expect_error(tool, path, prefix + "device_traces[0][2]: unknown action 'relocate' (expected "
+                 "alloc, free_requested, free_completed, segment_alloc, segment_free, segment_map, "
+                 "segment_unmap, oom, snapshot or annotate)")
+    # The final state claims a block the trace freed: the two disagree.
+    writer = snapshot_scenario()
+    writer.segments[2]["blocks"][0]["state"] = "active_allocated"
+    writer.write(path, 4)
+    expect_error(tool, path, prefix + "segments[2].blocks[0]: block 0x7f2000000000 is allocated "
+                 "in the final state, but device_traces[0][11] freed it and the trace never "
+                 "allocated it again")
+    with open(path, "wb") as out:
+        out.write(b"\x80\x02}q\x00.")  # a valid pickle of {}
+    expect_error(tool, path, prefix + "top level: 'device_traces' is missing")
+    path = write_text(os.path.join(workdir, "bad.json"),
+                      '{"device_traces": [[{"action": "alloc", "addr": 4096, "size": 512,}]]}')
+    expect_error(tool, path, f"gpucache replay: {path}: byte 66: expected a string key in an "
+                 "object")
+
+
+def first_opcode_offset(data, names):
+    for opcode, _argument, position in pickletools.genops(data):
+        if opcode.name in names:
+            return opcode.name, position
+    raise Failure(f"no {names} in the test pickle")
+
+
+def case_pickle_refusal(tool, workdir, _traces):
+    """Snapshots holding objects (which a general unpickler would import and
+    call) are refused at the first such opcode, never executed."""
+    path = os.path.join(workdir, "object.pickle")
+    prefix = f"gpucache replay: {path}: "
+    reason = ("refused: it would import or call Python code, and a memory snapshot holds only "
+              "dicts, lists, tuples, numbers and strings")
+    snapshot = snapshot_scenario().snapshot()
+    snapshot["allocator_settings"] = os.stat_result((0,) * 10)
+    for protocol, expected in ((2, "GLOBAL"), (4, "STACK_GLOBAL")):
+        data = pickle.dumps(snapshot, protocol=protocol)
+        name, offset = first_opcode_offset(data, {"GLOBAL", "STACK_GLOBAL"})
+        check(name == expected, f"protocol {protocol} wrote {name}")
+        with open(path, "wb") as out:
+            out.write(data)
+        code = 0x63 if name == "GLOBAL" else 0x93
+        expect_error(tool, path, prefix + f"byte {offset}: opcode {name} (0x{code:02x}) {reason}")
+    with open(path, "wb") as out:
+        out.write(b"\x80\x02N)R.")  # REDUCE without any GLOBAL before it
+    expect_error(tool, path, prefix + f"byte 4: opcode REDUCE (0x52) {reason}")
+
+
+def case_corrupt_input(tool, workdir, _traces):
+    """Truncated and bit-flipped snapshots and logs: every run ends with exit
+    0 (still a valid trace) or 2 and one line naming the problem, never a
+    crash. Fixed seed, so a failure reproduces."""
+    import random
+    generator = random.Random(20261130)
+    path = os.path.join(workdir, "corrupt")
+    originals = [pickle.dumps(snapshot_scenario().snapshot(), protocol=protocol)
+                 for protocol in (2, 4)]
+    originals.append(json.dumps(snapshot_scenario().snapshot()).encode("utf-8"))
+    originals.append("\n".join(example_1_trace(True).rows).encode("ascii") + b"\n")
+    for attempt in range(320):
+        data = bytearray(originals[attempt % len(originals)])
+        if attempt % 2:
+            del data[generator.randrange(1, len(data)):]
+        else:
+            for _ in range(generator.randrange(1, 4)):
+                data[generator.randrange(len(data))] = generator.randrange(256)
+        with open(path, "wb") as out:
+            out.write(data)
+        result = subprocess.run([tool, "replay", "--json", path], capture_output=True,
+                                check=False)
+        check(result.returncode in (0, 2),
+              f"attempt {attempt}: exit {result.returncode}: {result.stderr[-400:]!r}")
+        if result.returncode == 2:
+            check(result.stdout == b"" and result.stderr.count(b"\n") == 1 and
+                  result.stderr.startswith(f"gpucache replay: {path}: ".encode()),
+                  f"attempt {attempt}: not one line: {result.stderr[:400]!r}")
+            check(all(32 <= byte < 127 for byte in result.stderr[:-1]),
+                  f"attempt {attempt}: unprintable bytes in {result.stderr!r}")
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Loads only data: never imports anything from a third-party file."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+
+def case_shared_traces(tool, _workdir, traces):
+    folder = os.path.join(traces, "pytorch-snapshots")
+    if not os.path.isdir(folder):
+        print(f"skipped: no shared traces at {folder}")
+        return SKIP
+    names = sorted(name for name in os.listdir(folder) if name.endswith(".pickle"))
+    check(names, f"no .pickle files in {folder}")
+    for name in names:
+        path = os.path.join(folder, name)
+        with open(path, "rb") as source:
+            snapshot = RestrictedUnpickler(source).load()
+        report = replay_json(tool, path, "--conf", "", "--conf", "expandable_segments:True")
+        check(report["events"] > 0, f"{name}: no events")
+        default = report["configurations"][0]
+        check(all(c["completed"] for c in report["configurations"]), f"{name}: did not complete")
+        # These recordings never freed a segment, so the replay must end
+        # with the segments PyTorch had: same count, same bytes.
+        segments = [s for s in snapshot["segments"] if s["device"] == report["device"]]
+        check(stat(default, "num_device_alloc") == len(segments),
+              f"{name}: {stat(default, 'num_device_alloc')} segments, PyTorch had {len(segments)}")
+        total = sum(s["total_size"] for s in segments)
+        check(stat(default, "reserved_bytes.all.peak") == total,
+              f"{name}: peak reserved {stat(default, 'reserved_bytes.all.peak')}, PyTorch "
+              f"reserved {total}")
+        check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
+              f"{name}: rounded peak below requested peak")
+        print(f"{name}: {report['events']} events, peak allocated "
+              f"{stat(default, 'allocated_bytes.all.peak')}, peak reserved {total}")
+    return 0
+
+
+CASES = {
+    "example-1": case_example_1,
+    "example-6": case_example_6,
+    "csv-errors": case_csv_errors,
+    "csv-preexisting": case_csv_preexisting,
+    "oom": case_oom,
+    "min-device": case_min_device,
+    "streams": case_streams,
+    "options": case_options,
+    "progress": case_progress,
+    "snapshot": case_snapshot,
+    "snapshot-errors": case_snapshot_errors,
+    "pickle-refusal": case_pickle_refusal,
+    "corrupt-input": case_corrupt_input,
+    "shared-traces": case_shared_traces,
+}
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in CASES:
+        print(f"usage: {sys.argv[0]} {{{','.join(CASES)}}} GPUCACHE [TRACES_DIR]", file=sys.stderr)
+        return 2
+    case, tool = sys.argv[1], sys.argv[2]
+    traces = sys.argv[3] if len(sys.argv) > 3 else ""
+    with tempfile.TemporaryDirectory(prefix="gpucache-replay-") as workdir:
+        try:
+            return CASES[case](tool, workdir, traces) or 0
+        except Failure as failure:
+            print(f"FAIL {case}: {failure}", file=sys.stderr)
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+#include "command_replay.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpucache_config.h"
+#include "replay_report.h"
+#include "replay_run.h"
+#include "snapshot_reader.h"
+#include "trace_loader.h"
+
+#define DEFAULT_DEVICE_MEMORY (UINT64_C(80) << 30)
+#define EXIT_USAGE 2
+
+static const char usage[] =
+    "usage: gpucache replay [--conf STRING]... [--device-memory SIZE] [--json] [--min-device]\n"
+    "                       [--device N] TRACE\n"
+    "\n"
+    "Replays an allocation trace through the caching allocator on a simulated device,\n"
+    "once per configuration, with no GPU, and prints the results side by side.\n"
+    "\n"
+    "  TRACE                 an RMM replay log (CSV: Thread,Time,Action,Pointer,Size,Stream)\n"
+    "                        or a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot,\n"
+    "                        pickled or as JSON)\n"
+    "  --conf STRING         a configuration in PYTORCH_ALLOC_CONF syntax, such as\n"
+    "                        expandable_segments:True; repeat it for more columns\n"
+    "                        (default: one run with the default configuration)\n"
+    "  --device-memory SIZE  capacity of the simulated device (default 80GiB; units B,\n"
+    "                        KiB, MiB, GiB, TiB)\n"
+    "  --json                print the results as JSON, with PyTorch's stat names\n"
+    "  --min-device          also search, per configuration, the smallest device (to\n"
+    "                        2 MiB) on which the trace completes\n"
+    "  --device N            the device of a multi-GPU snapshot to replay (default: the\n"
+    "                        first with trace entries)\n"
+    "  -h, --help            print this help\n"
+    "\n"
+    "Exit status: 0 when every configuration was replayed (running out of memory is\n"
+    "a result, shown in the table), 2 for a bad option or an unreadable trace.\n";
+
+struct options {
+    const char **configurations; /* --conf strings, in order */
+    size_t configuration_count;
+    uint64_t device_memory;
+    bool json;
+    bool min_device;
+    int device;
+    const char *trace_path;
+};
+
+static int usage_error(const char *format, const char *argument)
+{
+    fprintf(stderr, "gpucache replay: ");
+    fprintf(stderr, format, argument);
+    fprintf(stderr, " (see gpucache replay --help)\n");
+    return EXIT_USAGE;
+}
+
+/* A size such as 80GiB, 512MiB, 1.5GiB or 1073741824: binary units only,
+ * since a device's memory is counted in them. */
+static bool parse_size(const char *text, uint64_t *bytes)
+{
+    static const struct {
+        const char *suffix;
+        int shift;
+    } units[] = {{"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+    char *end;
+    if (!(*text >= '0' && *text <= '9'))
+        return false;
+    double value = strtod(text, &end);
+    for (size_t index = 0; index < sizeof units / sizeof *units; index++) {
+        if (strcmp(end, units[index].suffix) != 0)
+            continue;
+        double scaled = ldexp(value, units[index].shift);
+        if (!(scaled >= 1 && scaled < 0x1p63))
+            return false;
+        *bytes = (uint64_t)scaled;
+        return true;
+    }
+    return false;
+}
+
+static bool parse_device(const char *text, int *device)
+{
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end || value > 1024)
+        return false;
+    *device = (int)value;
+    return true;
+}
+
+static int parse_options(int argc, char **argv, struct options *options)
+{
+    static const struct option long_options[] = {
+        {"conf", required_argument, NULL, 'c'},
+        {"device-memory", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},
+        {"min-device", no_argument, NULL, 's'},
+        {"device", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    *options =
+        (struct options){.device_memory = DEFAULT_DEVICE_MEMORY, .device = SNAPSHOT_ANY_DEVICE};
+    options->configurations = calloc((size_t)argc, sizeof *options->configurations);
+    if (!options->configurations)
+        return usage_error("%s", "out of host memory");
+    opterr = 0;
+    optind = 0; /* a full reset, so the command can run more than once per process */
+    int option;
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 'c':
+            options->configurations[options->configuration_count++] = optarg;
+            break;
+        case 'm':
+            if (!parse_size(optarg, &options->device_memory))
+                return usage_error("--device-memory: '%s' is not a size (expected a number "
+                                   "with an optional unit B, KiB, MiB, GiB or TiB, such as 80GiB)",
+                                   optarg);
+            break;
+        case 'j':
+            options->json = true;
+            break;
+        case 's':
+            options->min_device = true;
+            break;
+        case 'd':
+            if (!parse_device(optarg, &options->device))
+                return usage_error("--device: '%s' is not a device number (expected 0, 1, ...)",
+                                   optarg);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case ':':
+            return usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s' (expected --conf, --device-memory, --json, "
+                               "--min-device, --device or --help)",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind == argc)
+        return usage_error("%s", "no TRACE given (an RMM replay CSV or a PyTorch snapshot pickle)");
+    if (argc - optind > 1)
+        return usage_error("more than one TRACE given ('%s' is the second)", argv[optind + 1]);
+    options->trace_path = argv[optind];
+    return -1;
+}
+
+/* Progress on a terminal only: a line rewritten at most ten times a second. */
+struct progress_line {
+    const char *label;
+    size_t column;
+    size_t column_count;
+    double last_shown;
+};
+
+static void show_progress(void *context, size_t done, size_t total)
+{
+    struct progress_line *line = context;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    if (done < total && seconds - line->last_shown < 0.1)
+        return;
+    line->last_shown = seconds;
+    fprintf(stderr, "\r\033[Kgpucache replay: configuration %zu/%zu (%s): %3.0f%%",
+            line->column + 1, line->column_count, line->label,
+            total ? 100.0 * (double)done / (double)total : 100.0);
+}
+
+/* Why the replay cannot run `config`, or NULL: both of these bypass the
+ * caching allocator, and the replay has nothing else to simulate. */
+static const char *unsupported_reason(const struct gpucache_config *config)
+{
+    if (config->backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC)
+        return "backend:cudaMallocAsync hands every request to the driver's pool";
+    if (config->passthrough)
+        return "passthrough:True hands every request to the driver";
+    return NULL;
+}
+
+static int parse_configurations(const struct options *options, struct gpucache_config *configs,
+                                struct replay_column *columns, size_t count)
+{
+    for (size_t index = 0; index < count; index++) {
+        const char *text = options->configuration_count ? options->configurations[index] : "";
+        struct gpucache_config_error error;
+        if (gpucache_config_parse("--conf", text, &configs[index], &error) != 0) {
+            fprintf(stderr, "%s\n", error.message);
+            return EXIT_USAGE;
+        }
+        const char *unsupported = unsupported_reason(&configs[index]);
+        if (unsupported) {
+            fprintf(stderr,
+                    "gpucache replay: --conf '%s': %s, which the replay cannot simulate "
+                    "(it replays the caching allocator)\n",
+                    text, unsupported);
+            return EXIT_USAGE;
+        }
+        columns[index].configuration = text;
+        columns[index].label = *text ? text : "default";
+    }
+    return 0;
+}
+
+static int run_columns(const struct options *options, const struct replay_trace *trace,
+                       const struct gpucache_config *configs, struct replay_column *columns,
+                       size_t count)
+{
+    bool terminal = isatty(STDERR_FILENO);
+    for (size_t index = 0; index < count; index++) {
+        struct progress_line line = {.label = columns[index].label,
+                                     .column = index,
+                                     .column_count = count,
+                                     .last_shown = -1};
+        struct replay_progress progress = {.report = show_progress, .context = &line};
+        const struct replay_progress *shown = terminal ? &progress : NULL;
+        if (!replay_run(trace, &configs[index], options->device_memory, shown,
+                        &columns[index].outcome))
+            goto out_of_memory;
+        if (options->min_device) {
+            columns[index].searched = true;
+            if (!replay_find_smallest_device(trace, &configs[index], options->device_memory, shown,
+                                             &columns[index].smallest_device))
+                goto out_of_memory;
+        }
+    }
+    if (terminal)
+        fputs("\r\033[K", stderr);
+    return 0;
+out_of_memory:
+    if (terminal)
+        fputs("\r\033[K", stderr);
+    fprintf(stderr, "gpucache replay: out of host memory for the simulated allocator\n");
+    return 1;
+}
+
+int command_replay(int argc, char **argv)
+{
+    struct options options;
+    int status = parse_options(argc, argv, &options);
+    if (status >= 0) {
+        free(options.configurations);
+        return status;
+    }
+    size_t count = options.configuration_count ? options.configuration_count : 1;
+    struct gpucache_config *configs = calloc(count, sizeof *configs);
+    struct replay_column *columns = calloc(count, sizeof *columns);
+    struct replay_trace trace = {0};
+    if (!configs || !columns) {
+        status = usage_error("%s", "out of host memory");
+        goto done;
+    }
+    status = parse_configurations(&options, configs, columns, count);
+    if (status != 0)
+        goto done;
+
+    struct replay_error error;
+    if (!trace_load(options.trace_path, options.device, &trace, &error)) {
+        fprintf(stderr, "gpucache replay: %s: %s\n", options.trace_path, error.message);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    status = run_columns(&options, &trace, configs, columns, count);
+    if (status != 0)
+        goto done;
+    struct replay_report report = {
+        .trace_path = options.trace_path,
+        .trace = &trace,
+        .device_memory = options.device_memory,
+        .columns = columns,
+        .column_count = count,
+    };
+    if (options.json)
+        replay_print_json(stdout, &report);
+    else
+        replay_print_table(stdout, &report);
+    if (fflush(stdout) != 0) {
+        perror("gpucache replay: writing the results");
+        status = 1;
+    }
+done:
+    replay_trace_destroy(&trace);
+    free(columns);
+    free(configs);
+    free(options.configurations);
+    return status;
+}

@@ -1,0 +1,21 @@
+/* A reader for the data subset of Python's pickle format (protocols 2 to 5):
+ * dicts, lists, tuples, integers up to 64 bits, floats, strings, bytes,
+ * booleans and None, with the memo. It never imports or calls anything:
+ * every opcode that would (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ,
+ * NEWOBJ, ...) is refused, so third-party snapshot files are safe to read. */
+#ifndef GPUCACHE_REPLAY_PICKLE_READER_H
+#define GPUCACHE_REPLAY_PICKLE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data_tree.h"
+#include "replay_trace.h"
+
+/* Reads the pickle in `data`. On failure `error` holds "byte N: <problem>"
+ * and the document is empty. */
+bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
+                 struct replay_error *error);
+
+#endif

@@ -1,0 +1,285 @@
+#include "snapshot_reader.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_reader.h"
+#include "pickle_reader.h"
+
+/* Every action PyTorch records; only alloc and the chosen free move memory. */
+static const char *const known_actions[] = {
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "oom",
+    "snapshot",     "annotate",
+};
+
+static bool is_known_action(const struct data_value *action)
+{
+    for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
+        if (data_string_is(action, known_actions[index]))
+            return true;
+    return false;
+}
+
+/* Reads integer field `key` of `dict`; `where` names the dict in messages.
+ * A missing optional field leaves *value untouched. */
+static bool integer_field(const struct data_value *dict, const char *key, bool required,
+                          const char *where, int64_t *value, struct replay_error *error)
+{
+    const struct data_value *field = data_dict_get(dict, key);
+    if (!field) {
+        if (required)
+            return replay_fail(error, "%s: '%s' is missing", where, key);
+        return true;
+    }
+    if (field->kind != DATA_INT)
+        return replay_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
+                           data_kind_name(field->kind));
+    *value = field->integer;
+    return true;
+}
+
+static bool unsigned_field(const struct data_value *dict, const char *key, const char *where,
+                           uint64_t *value, struct replay_error *error)
+{
+    int64_t signed_value = 0;
+    if (!integer_field(dict, key, true, where, &signed_value, error))
+        return false;
+    if (signed_value < 0)
+        return replay_fail(error, "%s: '%s' is %" PRId64 " (expected a non-negative int)", where,
+                           key, signed_value);
+    *value = (uint64_t)signed_value;
+    return true;
+}
+
+static const struct data_value *list_field(const struct data_value *dict, const char *key,
+                                           const char *where, struct replay_error *error)
+{
+    const struct data_value *field = data_dict_get(dict, key);
+    if (!field)
+        replay_fail(error, "%s: '%s' is missing", where, key);
+    else if (field->kind != DATA_LIST)
+        replay_fail(error, "%s: '%s' is a %s (expected a list)", where, key,
+                    data_kind_name(field->kind));
+    return field && field->kind == DATA_LIST ? field : NULL;
+}
+
+static bool pick_device(const struct data_value *traces, int requested, int *device,
+                        struct replay_error *error)
+{
+    size_t count = traces->sequence.count;
+    if (requested != SNAPSHOT_ANY_DEVICE) {
+        if ((size_t)requested >= count)
+            return replay_fail(error,
+                               "device_traces: no trace for device %d (the snapshot has "
+                               "%zu device%s)",
+                               requested, count, count == 1 ? "" : "s");
+        *device = requested;
+        return true;
+    }
+    *device = 0;
+    for (size_t index = 0; index < count; index++) {
+        const struct data_value *trace = traces->sequence.items[index];
+        if (trace->kind == DATA_LIST && trace->sequence.count > 0) {
+            *device = (int)index;
+            return true;
+        }
+    }
+    return true;
+}
+
+/* True when the trace marks frees with free_completed entries. */
+static bool has_free_completed(const struct data_value *entries)
+{
+    for (size_t index = 0; index < entries->sequence.count; index++)
+        if (data_string_is(data_dict_get(entries->sequence.items[index], "action"),
+                           "free_completed"))
+            return true;
+    return false;
+}
+
+static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
+                         int device, const char *free_action, struct replay_error *error)
+{
+    char where[64];
+    for (size_t index = 0; index < entries->sequence.count; index++) {
+        const struct data_value *entry = entries->sequence.items[index];
+        struct replay_position position = {.origin = REPLAY_ORIGIN_TRACE_ENTRY,
+                                           .major = (uint32_t)device,
+                                           .minor = (uint32_t)index};
+        replay_position_format(position, where, sizeof where);
+        if (entry->kind != DATA_DICT)
+            return replay_fail(error,
+                               "%s: a %s (expected a dict with 'action', 'addr', 'size', "
+                               "'stream')",
+                               where, data_kind_name(entry->kind));
+        const struct data_value *action = data_dict_get(entry, "action");
+        if (!action)
+            return replay_fail(error, "%s: 'action' is missing", where);
+        if (!is_known_action(action)) {
+            if (action->kind != DATA_STRING)
+                return replay_fail(error, "%s: 'action' is a %s (expected a str)", where,
+                                   data_kind_name(action->kind));
+            char shown[200];
+            return replay_fail(
+                error,
+                "%s: unknown action %s (expected alloc, free_requested, "
+                "free_completed, segment_alloc, segment_free, segment_map, "
+                "segment_unmap, oom, snapshot or annotate)",
+                where, replay_quote(action->text.bytes, action->text.length, shown, sizeof shown));
+        }
+        struct replay_record record = {.position = position, .time_us = -1};
+        if (data_string_is(action, "alloc"))
+            record.action = REPLAY_ALLOC;
+        else if (data_string_is(action, free_action))
+            record.action = REPLAY_FREE;
+        else {
+            builder->trace->ignored_count++;
+            continue;
+        }
+        int64_t stream = 0;
+        if (!unsigned_field(entry, "addr", where, &record.address, error) ||
+            !unsigned_field(entry, "size", where, &record.size, error) ||
+            !integer_field(entry, "stream", false, where, &stream, error) ||
+            !integer_field(entry, "time_us", false, where, &record.time_us, error))
+            return false;
+        record.stream = (uint64_t)stream;
+        if (!replay_builder_add(builder, &record, error))
+            return false;
+    }
+    return true;
+}
+
+/* Declares the allocated blocks of the final state. In free_requested mode a
+ * block pending its free is already freed as far as the trace goes. */
+static bool read_final_state(struct replay_trace_builder *builder,
+                             const struct data_value *segments, int device,
+                             bool pending_counts_as_allocated, struct replay_error *error)
+{
+    char where[64];
+    for (size_t segment_index = 0; segment_index < segments->sequence.count; segment_index++) {
+        const struct data_value *segment = segments->sequence.items[segment_index];
+        snprintf(where, sizeof where, "segments[%zu]", segment_index);
+        if (segment->kind != DATA_DICT)
+            return replay_fail(error, "%s: a %s (expected a dict)", where,
+                               data_kind_name(segment->kind));
+        int64_t segment_device = 0, stream = 0;
+        uint64_t address;
+        if (!integer_field(segment, "device", false, where, &segment_device, error))
+            return false;
+        if (segment_device != device)
+            continue;
+        const struct data_value *blocks = list_field(segment, "blocks", where, error);
+        if (!blocks || !unsigned_field(segment, "address", where, &address, error) ||
+            !integer_field(segment, "stream", false, where, &stream, error))
+            return false;
+        for (size_t block_index = 0; block_index < blocks->sequence.count; block_index++) {
+            const struct data_value *block = blocks->sequence.items[block_index];
+            struct replay_record record = {
+                .action = REPLAY_ALLOC,
+                .address = address,
+                .stream = (uint64_t)stream,
+                .time_us = -1,
+                .position = {.origin = REPLAY_ORIGIN_FINAL_BLOCK,
+                             .major = (uint32_t)segment_index,
+                             .minor = (uint32_t)block_index},
+            };
+            replay_position_format(record.position, where, sizeof where);
+            if (block->kind != DATA_DICT)
+                return replay_fail(error, "%s: a %s (expected a dict)", where,
+                                   data_kind_name(block->kind));
+            uint64_t size;
+            const struct data_value *state = data_dict_get(block, "state");
+            if (!unsigned_field(block, "size", where, &size, error))
+                return false;
+            /* The viewer derives block addresses the same way when absent. */
+            int64_t block_address = (int64_t)address;
+            if (!integer_field(block, "address", false, where, &block_address, error))
+                return false;
+            record.address = (uint64_t)block_address;
+            address += size;
+            int64_t requested = (int64_t)size;
+            if (!integer_field(block, "requested_size", false, where, &requested, error))
+                return false;
+            record.size = (uint64_t)requested;
+            bool allocated =
+                data_string_is(state, "active_allocated") ||
+                (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
+            if (!state || (!allocated && !data_string_is(state, "inactive") &&
+                           !data_string_is(state, "active_pending_free")))
+                return replay_fail(error,
+                                   "%s: 'state' is not one of active_allocated, "
+                                   "active_pending_free, inactive",
+                                   where);
+            if (allocated && !replay_builder_final_block(builder, &record, error))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool read_snapshot(struct replay_trace_builder *builder, const struct data_value *root,
+                          int requested_device, struct replay_error *error)
+{
+    if (root->kind != DATA_DICT)
+        return replay_fail(error,
+                           "top level: a %s (expected the dict that "
+                           "torch.cuda.memory._snapshot() returns)",
+                           data_kind_name(root->kind));
+    const struct data_value *traces = list_field(root, "device_traces", "top level", error);
+    if (!traces)
+        return false;
+    int device;
+    if (!pick_device(traces, requested_device, &device, error))
+        return false;
+    builder->trace->device = device;
+    const struct data_value *entries =
+        traces->sequence.count ? traces->sequence.items[device] : NULL;
+    if (entries && entries->kind != DATA_LIST)
+        return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
+                           device, data_kind_name(entries->kind));
+    bool frees_complete = entries && has_free_completed(entries);
+    if (entries && !read_entries(builder, entries, device,
+                                 frees_complete ? "free_completed" : "free_requested", error))
+        return false;
+    /* A snapshot without segments has no final state to infer from. */
+    const struct data_value *segments = data_dict_get(root, "segments");
+    if (!segments)
+        return true;
+    if (segments->kind != DATA_LIST)
+        return replay_fail(error, "top level: 'segments' is a %s (expected a list)",
+                           data_kind_name(segments->kind));
+    return read_final_state(builder, segments, device, frees_complete, error);
+}
+
+bool snapshot_recognised(const uint8_t *data, size_t length)
+{
+    if (length > 0 && data[0] == 0x80)
+        return true;
+    size_t offset = length >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    while (offset < length && (data[offset] == ' ' || data[offset] == '\t' ||
+                               data[offset] == '\r' || data[offset] == '\n'))
+        offset++;
+    return offset < length && data[offset] == '{';
+}
+
+bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
+                   struct replay_error *error)
+{
+    struct data_document document;
+    bool decoded = length > 0 && data[0] == 0x80
+                       ? pickle_read(data, length, &document, error)
+                       : json_read((const char *)data, length, &document, error);
+    if (!decoded)
+        return false;
+    struct replay_trace_builder builder;
+    replay_builder_init(&builder, trace, "PyTorch snapshot");
+    bool ok = read_snapshot(&builder, document.root, device, error);
+    data_document_destroy(&document);
+    if (!ok) {
+        replay_builder_abandon(&builder);
+        return false;
+    }
+    return replay_builder_finish(&builder, error);
+}

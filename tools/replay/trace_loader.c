@@ -1,0 +1,59 @@
+#include "trace_loader.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmm_csv_reader.h"
+#include "snapshot_reader.h"
+
+/* The whole file in one buffer: the snapshot readers' strings point into it. */
+static bool read_file(const char *path, uint8_t **data, size_t *length, struct replay_error *error)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return replay_fail(error, "cannot open: %s", strerror(errno));
+    size_t capacity = 1 << 16, used = 0;
+    uint8_t *buffer = malloc(capacity);
+    while (buffer) {
+        used += fread(buffer + used, 1, capacity - used, file);
+        if (used < capacity)
+            break;
+        uint8_t *bigger = realloc(buffer, capacity * 2);
+        if (!bigger) {
+            free(buffer);
+            buffer = NULL;
+            break;
+        }
+        buffer = bigger;
+        capacity *= 2;
+    }
+    bool failed = ferror(file);
+    int saved = errno;
+    fclose(file);
+    if (!buffer)
+        return replay_fail(error, "out of host memory while reading the file");
+    if (failed) {
+        free(buffer);
+        return replay_fail(error, "cannot read: %s", strerror(saved));
+    }
+    *data = buffer;
+    *length = used;
+    return true;
+}
+
+bool trace_load(const char *path, int device, struct replay_trace *trace,
+                struct replay_error *error)
+{
+    uint8_t *data = NULL;
+    size_t length = 0;
+    if (!read_file(path, &data, &length, error))
+        return false;
+    bool ok = snapshot_recognised(data, length)
+                  ? snapshot_read(data, length, device, trace, error)
+                  : rmm_csv_read((const char *)data, length, trace, error);
+    free(data);
+    return ok;
+}
