@@ -52,6 +52,10 @@ struct gpucache_fence {
     gpucache_stream stream;
     bool all_streams;
     uint64_t time;
+    /* Live fences, so that destroying the driver frees those never
+     * released, as a destroyed context frees its events. */
+    struct gpucache_fence *previous_live;
+    struct gpucache_fence *next_live;
 };
 
 struct injected_failure {
@@ -82,6 +86,7 @@ struct accounting_driver {
     size_t stream_count;
     size_t stream_capacity;
     unsigned long live_fences;
+    struct gpucache_fence *live;
     struct stream_dependency *dependencies;
     size_t dependency_count;
     size_t dependency_capacity;
@@ -267,6 +272,10 @@ static gpucache_result new_fence(struct accounting_driver *driver, gpucache_stre
     created->stream = stream;
     created->all_streams = all_streams;
     created->time = ++driver->clock;
+    created->next_live = driver->live;
+    if (driver->live != NULL)
+        driver->live->previous_live = created;
+    driver->live = created;
     driver->live_fences++;
     *fence = created;
     return GPUCACHE_SUCCESS;
@@ -349,8 +358,15 @@ static void fence_release(void *context, gpucache_fence *fence)
 {
     struct accounting_driver *driver = context;
     pthread_mutex_lock(&driver->mutex);
-    if (fence != NULL)
+    if (fence != NULL) {
+        if (fence->previous_live != NULL)
+            fence->previous_live->next_live = fence->next_live;
+        else
+            driver->live = fence->next_live;
+        if (fence->next_live != NULL)
+            fence->next_live->previous_live = fence->previous_live;
         driver->live_fences--;
+    }
     pthread_mutex_unlock(&driver->mutex);
     free(fence);
 }
@@ -579,6 +595,11 @@ void accounting_driver_destroy(struct accounting_driver *driver)
         return;
     free_ranges(&driver->allocations);
     free_ranges(&driver->reservations);
+    while (driver->live != NULL) {
+        struct gpucache_fence *fence = driver->live;
+        driver->live = fence->next_live;
+        free(fence);
+    }
     free(driver->pages);
     free(driver->streams);
     free(driver->dependencies);

@@ -48,8 +48,8 @@ struct segment {
     bool pinned;
 };
 
-/* One piece of a segment. 128 bytes at most so that metadata stays a small
- * fraction of the smallest block (512 B) and two fit a cache line pair. */
+/* One piece of a segment. At most 128 bytes (two cache lines): metadata
+ * stays a quarter of the smallest block (512 B) at worst. */
 struct block {
     RB_ENTRY(block) tree_link;  /* free tree of its pool */
     uint64_t address;
@@ -146,6 +146,7 @@ struct gpucache_allocator {
     size_t stream_count;
     size_t stream_capacity;
     size_t closed_epoch_count;
+    unsigned mallocs_since_query; /* paces fence queries on the hit path */
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
@@ -277,8 +278,9 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
                                           enum pool_kind pool, gpucache_stream stream,
                                           size_t size);
 void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
-/* Drops every epoch and stream state without waiting (destroy, abandon). */
-void epochs_discard(struct gpucache_allocator *allocator);
+/* Drops every epoch and stream state without waiting; their fences are
+ * released through the driver unless its context is gone (abandon). */
+void epochs_discard(struct gpucache_allocator *allocator, bool release_fences);
 bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
 
 /* Block life cycle (allocator.c). */

@@ -21,8 +21,8 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
  * Blocks still allocated are returned too: the caller is done with them. */
 void gpucache_allocator_destroy(struct gpucache_allocator *allocator);
 
-/* Forgets every segment without calling the driver: used when the context
- * that owned them is gone (the driver already freed the memory). */
+/* Forgets every segment and fence without calling the driver: used when
+ * the context that owned them is gone (the driver already freed them). */
 void gpucache_allocator_abandon(struct gpucache_allocator *allocator);
 
 /* Allocates `size` bytes for use on `stream`. Returns GPUCACHE_SUCCESS, or
@@ -79,6 +79,43 @@ size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator
 /* A consistent copy of the statistics. */
 void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
                                   struct gpucache_stats *stats);
+
+/* The state of a block, in the words of a PyTorch memory snapshot. */
+enum gpucache_block_state {
+    GPUCACHE_BLOCK_ACTIVE_ALLOCATED,    /* handed out */
+    GPUCACHE_BLOCK_ACTIVE_PENDING_FREE, /* freed, waiting for GPU work to finish */
+    GPUCACHE_BLOCK_INACTIVE,            /* free in the cache */
+};
+
+struct gpucache_block_info {
+    uint64_t address;
+    size_t size;
+    size_t requested_size; /* 0 unless allocated or pending */
+    enum gpucache_block_state state;
+};
+
+/* One segment as a memory snapshot shows it (`segments` of
+ * torch.cuda.memory._snapshot()). */
+struct gpucache_segment_info {
+    uint64_t address;
+    size_t total_size;
+    size_t allocated_size;
+    size_t active_size;
+    size_t requested_size;
+    gpucache_stream stream;
+    bool small_pool;
+    bool expandable;
+    size_t block_count;
+    const struct gpucache_block_info *blocks; /* in address order */
+};
+
+/* Calls `visit` for every segment, in address order, with its blocks. The
+ * allocator is locked meanwhile: `visit` must not call it. Returns false
+ * when host memory for the listing ran out (nothing was visited then). */
+bool gpucache_allocator_visit_segments(struct gpucache_allocator *allocator,
+                                       void (*visit)(void *context,
+                                                     const struct gpucache_segment_info *segment),
+                                       void *context);
 
 /* Checks every structural invariant (blocks tile segments, no overlap, stats
  * equal their recomputed values). Returns true when all hold; otherwise

@@ -420,23 +420,25 @@ void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream 
     }
 }
 
-static void discard_state(struct gpucache_allocator *allocator, struct stream_state *state)
+static void discard_state(struct gpucache_allocator *allocator, struct stream_state *state,
+                          bool release_fences)
 {
     while (state->oldest != NULL) {
         struct epoch *epoch = state->oldest;
         state->oldest = epoch->next;
-        driver_fence_release(allocator, epoch->fence);
+        if (release_fences)
+            driver_fence_release(allocator, epoch->fence);
         free(epoch);
     }
     state->newest = NULL;
     memset(&state->open, 0, sizeof state->open);
 }
 
-void epochs_discard(struct gpucache_allocator *allocator)
+void epochs_discard(struct gpucache_allocator *allocator, bool release_fences)
 {
-    discard_state(allocator, &allocator->all_streams);
+    discard_state(allocator, &allocator->all_streams, release_fences);
     for (size_t i = 0; i < allocator->stream_count; i++) {
-        discard_state(allocator, allocator->streams[i]);
+        discard_state(allocator, allocator->streams[i], release_fences);
         free(allocator->streams[i]);
     }
     free(allocator->streams);

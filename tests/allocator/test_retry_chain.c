@@ -226,3 +226,26 @@ Test(retry_chain, before_failing_fences_are_waited_on_rather_than_the_device)
     cr_assert_eq(stats.num_device_free, 2, "both blocks were released once known idle");
     fixture_close(&f);
 }
+
+Test(retry_chain, abandoning_calls_no_driver_function)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_open(&f, 1 * GiB);
+    accounting_driver_hold_fences(f.driver, true);
+    free_sync(&f, alloc(&f, 12 * MiB));
+    alloc(&f, 4 * KiB); /* closes the epoch: one fence outstanding */
+    unsigned long calls_before[ACCOUNTING_OPERATION_COUNT];
+    for (int i = 0; i < ACCOUNTING_OPERATION_COUNT; i++)
+        calls_before[i] = accounting_driver_calls(f.driver, (enum accounting_operation)i);
+    unsigned long fences_before = accounting_driver_live_fences(f.driver);
+    gpucache_allocator_abandon(f.allocator);
+    for (int i = 0; i < ACCOUNTING_OPERATION_COUNT; i++)
+        cr_assert_eq(accounting_driver_calls(f.driver, (enum accounting_operation)i),
+                     calls_before[i], "%s was called",
+                     accounting_driver_operation_name((enum accounting_operation)i));
+    cr_assert_eq(accounting_driver_live_fences(f.driver), fences_before,
+                 "no fence was released through the gone context");
+    cr_assert_eq(accounting_driver_used_bytes(f.driver), 14 * MiB, "no segment was freed");
+    accounting_driver_destroy(f.driver);
+}

@@ -225,3 +225,17 @@ Test(reuse, a_destroyed_streams_blocks_serve_others_after_its_last_work)
     free_sync(&f, live);
     fixture_close(&f);
 }
+
+Test(reuse, hits_query_outstanding_fences_only_every_8th_allocation)
+{
+    struct fixture f;
+    open_held(&f);
+    free_sync(&f, alloc(&f, 12 * MiB));
+    uint64_t small = alloc(&f, 4 * KiB); /* a miss: closes the epoch */
+    free_on(&f, small, 0);
+    unsigned long before = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
+    for (int i = 0; i < 16; i++)
+        free_on(&f, alloc(&f, 4 * KiB), 0);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY) - before, 2);
+    fixture_close(&f);
+}

@@ -98,3 +98,75 @@ Test(stats, json_uses_pytorch_flattened_sorted_names)
     free(json);
     fixture_close(&f);
 }
+
+Test(stats, summary_is_pytorchs_memory_summary_table)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_open(&f, 1 * GiB);
+    alloc(&f, 3 * MiB);
+    alloc(&f, 1000);
+    struct gpucache_stats stats = stats_of(&f);
+    stats.num_ooms = 2;
+    size_t needed = gpucache_stats_to_summary(&stats, 1, false, NULL, 0);
+    char *table = malloc(needed + 1);
+    cr_assert_eq(gpucache_stats_to_summary(&stats, 1, false, table, needed + 1), needed);
+    const char *expected_lines[] = {
+        "|===========================================================================|",
+        "|                  PyTorch CUDA memory summary, device ID 1                 |",
+        "|---------------------------------------------------------------------------|",
+        "|            CUDA OOMs: 2            |        cudaMalloc retries: 0         |",
+        "|===========================================================================|",
+        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |",
+        "|---------------------------------------------------------------------------|",
+        "| Allocated memory      |   3073 KiB |   3073 KiB |   3073 KiB |      0 B   |",
+        "|       from large pool |   3072 KiB |   3072 KiB |   3072 KiB |      0 B   |",
+        "|       from small pool |      1 KiB |      1 KiB |      1 KiB |      0 B   |",
+    };
+    const char *line = table;
+    for (size_t i = 0; i < sizeof expected_lines / sizeof expected_lines[0]; i++) {
+        const char *end = strchr(line, '\n');
+        cr_assert_not_null(end);
+        cr_assert_eq((size_t)(end - line), strlen(expected_lines[i]), "line %zu: %.*s", i,
+                     (int)(end - line), line);
+        cr_assert_eq(strncmp(line, expected_lines[i], (size_t)(end - line)), 0,
+                     "line %zu is\n%.*s\nexpected\n%s", i, (int)(end - line), line,
+                     expected_lines[i]);
+        line = end + 1;
+    }
+    cr_assert_not_null(strstr(table, "\n| Allocations           |       2    |       2    |"
+                                     "       2    |       0    |\n"));
+    /* PyTorch steps up a unit only from 768 of the next one. */
+    cr_assert_not_null(strstr(table, "\n| GPU reserved memory   |  22528 KiB |  22528 KiB |"
+                                     "  22528 KiB |      0 B   |\n"));
+    cr_assert_not_null(strstr(table, "\n| Oversize GPU segments |       0    |       0    |"
+                                     "       0    |       0    |\n"));
+    /* Every line is 75 columns between two bars: 9 metrics of 3 rows, 2 single rows. */
+    size_t lines = 0;
+    for (line = table; *line != '\0'; line = strchr(line, '\n') + 1, lines++)
+        cr_assert_eq(strchr(line, '\n') - line, 77);
+    cr_assert_eq(lines, 6 + 9 * 4 + 2 * 2 + 1);
+    size_t abbreviated = gpucache_stats_to_summary(&stats, 1, true, NULL, 0);
+    cr_assert_eq(abbreviated, needed - 9 * 2 * 78, "abbreviated drops the pool rows");
+    free(table);
+    fixture_close(&f);
+}
+
+Test(stats, summary_units_follow_the_all_row)
+{
+    struct gpucache_stats stats;
+    memset(&stats, 0, sizeof stats);
+    stats.allocated_bytes[GPUCACHE_STAT_ALL].current = (int64_t)GiB;
+    stats.allocated_bytes[GPUCACHE_STAT_SMALL_POOL].current = 5 * (int64_t)MiB;
+    stats.allocation[GPUCACHE_STAT_ALL].allocated = 800000;
+    stats.allocation[GPUCACHE_STAT_LARGE_POOL].allocated = 1500;
+    char table[8192];
+    gpucache_stats_to_summary(&stats, 0, false, table, sizeof table);
+    cr_assert_not_null(strstr(table, "| Allocated memory      |   1024 MiB |      0 B   |"));
+    cr_assert_not_null(strstr(table, "|       from small pool |      5 MiB |      0 B   |"),
+                       "sub-rows share the all row's unit:\n%s", table);
+    cr_assert_not_null(strstr(table, "| Allocations           |       0    |       0    |"
+                                     "     800 K  |"));
+    cr_assert_not_null(strstr(table, "|       from large pool |       0    |       0    |"
+                                     "       1 K  |"));
+}
