@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpucache_allocator.h"
 #include "gpucache_events.h"
 #include "gpucache_stats.h"
 
@@ -73,13 +74,7 @@ struct gpucache_report {
  * write error or when host memory is exhausted. */
 bool gpucache_report_write_json(int fd, const struct gpucache_report *report);
 
-/* ---- memory_summary() ------------------------------------------------------ */
-
-/* PyTorch's memory_summary(device, abbreviated) table for `stats`, in its
- * exact layout, into `out` (NUL-terminated, at most `capacity` bytes).
- * Returns the length it needed. 8 KiB always suffices. */
-size_t gpucache_memory_summary(const struct gpucache_stats *stats, int device, bool abbreviated,
-                               char *out, size_t capacity);
+/* The memory_summary() table is gpucache_stats_to_summary (gpucache_stats.h). */
 
 /* ---- Traces ------------------------------------------------------------------ */
 
@@ -93,16 +88,10 @@ bool gpucache_trace_write_rmm_csv(int fd, const struct gpucache_event *events, s
 
 /* ---- Snapshots ------------------------------------------------------------- */
 
-enum gpucache_block_state {
-    GPUCACHE_BLOCK_ACTIVE_ALLOCATED = 0,
-    GPUCACHE_BLOCK_ACTIVE_PENDING_FREE, /* freed, not yet reusable */
-    GPUCACHE_BLOCK_INACTIVE,            /* free */
-};
-
 struct gpucache_snapshot_block {
     uint64_t size;
     uint64_t requested_size; /* 0 for inactive blocks */
-    uint8_t state;           /* enum gpucache_block_state */
+    uint8_t state;           /* enum gpucache_block_state (gpucache_allocator.h) */
 };
 
 /* A segment as PyTorch reports it: a driver allocation, or one contiguous
@@ -150,7 +139,8 @@ struct gpucache_snapshot_builder {
     struct gpucache_snapshot_block *blocks;
     size_t block_capacity;
     struct gpucache_snapshot_trace *traces;
-    bool failed; /* host memory ran out: the snapshot is incomplete */
+    int visit_device; /* the device gpucache_snapshot_builder_visit records */
+    bool failed;      /* host memory ran out: the snapshot is incomplete */
 };
 
 /* Starts an empty snapshot. */
@@ -166,6 +156,10 @@ void gpucache_snapshot_builder_segment(struct gpucache_snapshot_builder *builder
 /* Appends a block to the open segment and grows its total_size. */
 void gpucache_snapshot_builder_block(struct gpucache_snapshot_builder *builder, uint64_t size,
                                      uint64_t requested_size, enum gpucache_block_state state);
+
+/* A gpucache_allocator_visit_segments visitor: adds the segment and its
+ * blocks. `context` is the builder; the device is builder->visit_device. */
+void gpucache_snapshot_builder_visit(void *context, const struct gpucache_segment_info *segment);
 
 /* Sets the trace of `device` (the builder keeps the pointer, not a copy). */
 void gpucache_snapshot_builder_trace(struct gpucache_snapshot_builder *builder, int device,

@@ -72,6 +72,19 @@ void gpucache_snapshot_builder_block(struct gpucache_snapshot_builder *builder, 
     segment->total_size += size;
 }
 
+void gpucache_snapshot_builder_visit(void *context, const struct gpucache_segment_info *segment)
+{
+    struct gpucache_snapshot_builder *builder = context;
+    gpucache_snapshot_builder_segment(builder, builder->visit_device, segment->address,
+                                      (uint64_t)segment->stream, segment->expandable,
+                                      !segment->small_pool);
+    for (size_t index = 0; index < segment->block_count; index++) {
+        const struct gpucache_block_info *block = &segment->blocks[index];
+        gpucache_snapshot_builder_block(builder, block->size, block->requested_size,
+                                        block->state);
+    }
+}
+
 void gpucache_snapshot_builder_trace(struct gpucache_snapshot_builder *builder, int device,
                                      const struct gpucache_event *events, size_t count)
 {

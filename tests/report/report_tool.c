@@ -78,7 +78,7 @@ static int write_summary(int argc, char **argv)
     if (write(fd, json, length) != (ssize_t)length)
         return 1;
     gpucache_report_close(fd);
-    length = gpucache_memory_summary(&stats, (int)(state % 8), argc > 5, table, sizeof table);
+    length = gpucache_stats_to_summary(&stats, (int)(state % 8), argc > 5, table, sizeof table);
     fd = create(argv[4]);
     if (write(fd, table, length) != (ssize_t)length)
         return 1;
