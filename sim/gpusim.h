@@ -1,0 +1,83 @@
+/* gpusim: a simulated CUDA device for machines without a GPU.
+ *
+ * libcuda.so.1 from sim/ implements a subset of the CUDA 13 driver API on
+ * host memory: device memory is lazily committed host memory, VMM
+ * reservations are PROT_NONE address space, physical allocations are sparse
+ * memfds counted against the device capacity, and every stream is a worker
+ * thread that runs copies, memsets, host functions and event records in
+ * order. Kernels cannot run: cuLaunchKernel returns
+ * CUDA_ERROR_NO_BINARY_FOR_GPU.
+ *
+ * Control through the environment, read once at the first cuInit. A bad
+ * value prints one line naming the variable, the bad text and what is
+ * accepted, and the process exits with status 2.
+ *
+ *   GPUSIM_DEVICES=N      number of devices, 0..16 (default 1). With 0,
+ *                         cuInit returns CUDA_ERROR_NO_DEVICE.
+ *   GPUSIM_MEMORY=SIZE    capacity of each device (default 80GiB). SIZE is a
+ *                         number with an optional unit B, KiB, MiB, GiB, TiB
+ *                         (or K, M, G, T, KB, MB, GB, TB: all powers of 1024).
+ *   GPUSIM_FAIL=RULES     injected failures, comma-separated rules:
+ *                           NAME:N         the Nth call (1-based) of NAME fails
+ *                           NAME:N+        the Nth and every later call fails
+ *                           NAME:N:ERROR   ... with ERROR instead of the default
+ *                           rate:P:seed:S  each allocation-type call fails with
+ *                                          probability P (0..1), drawn from a
+ *                                          generator seeded with S
+ *                         NAME is an exported name (cuMemAlloc_v2) or a base
+ *                         name (cuMemAlloc, matching every variant). ERROR is
+ *                         oom, invalid, unknown, not_ready, a CUDA_ERROR_* name
+ *                         or a number. The default error is
+ *                         CUDA_ERROR_OUT_OF_MEMORY for allocation-type calls
+ *                         (cuMemAlloc*, cuMemAllocPitch*, cuMemAllocAsync*,
+ *                         cuMemAllocFromPoolAsync*, cuMemAllocManaged,
+ *                         cuMemHostAlloc, cuMemAllocHost*, cuMemCreate,
+ *                         cuMemAddressReserve, cuMemMap, cuMemPoolCreate) and
+ *                         CUDA_ERROR_UNKNOWN for the others. A failed call has
+ *                         no side effect. Example:
+ *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
+ *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
+ *                           {"calls": {"cuInit": 1, ...},
+ *                            "peak_physical_bytes": N,
+ *                            "current_physical_bytes": N,
+ *                            "synchronizations": N,
+ *                            "devices": [{"capacity": N,
+ *                                         "peak_physical_bytes": N,
+ *                                         "current_physical_bytes": N}, ...]}
+ *                         "calls" counts every driver entry point by its
+ *                         exported name; synchronizations counts context,
+ *                         stream and event synchronizes.
+ *
+ * The functions below are for tests that link libcuda.so.1 directly. */
+#ifndef GPUSIM_H
+#define GPUSIM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Physical bytes (cuMemAlloc, pools, cuMemCreate) now held on `device`;
+ * 0 for an unknown device or before cuInit. */
+size_t gpusim_physical_bytes(int device);
+
+/* Highest value gpusim_physical_bytes(device) has had. */
+size_t gpusim_peak_physical_bytes(int device);
+
+/* Calls made so far to the exported entry point `name` (e.g.
+ * "cuMemAlloc_v2"); 0 if never called. */
+unsigned long long gpusim_call_count(const char *name);
+
+/* Context, stream and event synchronizations made so far. */
+unsigned long long gpusim_synchronization_count(void);
+
+/* Writes the GPUSIM_STATS document to `path` now; 0 on success, -1 with
+ * errno on failure. */
+int gpusim_write_stats(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,215 @@
+/* Streams: creation and destruction, synchronisation and queries, waits on
+ * events, host functions and stream capture. A runtime stream is a driver
+ * stream (cudaStream_t and CUstream are the same type), and the stream flag,
+ * priority and capture enums number their values as the driver's do. */
+#include "runtime_driver.h"
+
+cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (pStream == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuStreamCreateWithPriority, pStream, flags, priority);
+}
+
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (pStream == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuStreamCreate, pStream, flags);
+}
+
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream)
+{
+    return cudaStreamCreateWithFlags(pStream, cudaStreamDefault);
+}
+
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuStreamDestroy, stream);
+}
+
+cudaError_t sim_runtime_stream_synchronize(cudaStream_t stream, enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamSynchronize, stream);
+}
+
+cudaError_t sim_runtime_stream_query(cudaStream_t stream, enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamQuery, stream);
+}
+
+cudaError_t sim_runtime_stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned int flags,
+                                          enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamWaitEvent, stream,
+                            event, flags);
+}
+
+cudaError_t sim_runtime_stream_get_flags(cudaStream_t stream, unsigned int *flags,
+                                         enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (flags == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamGetFlags, stream,
+                            flags);
+}
+
+cudaError_t sim_runtime_stream_get_priority(cudaStream_t stream, int *priority,
+                                            enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (priority == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamGetPriority, stream,
+                            priority);
+}
+
+cudaError_t sim_runtime_stream_get_id(cudaStream_t stream, unsigned long long *stream_id,
+                                      enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (stream_id == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamGetId, stream,
+                            stream_id);
+}
+
+cudaError_t sim_runtime_stream_get_device(cudaStream_t stream, int *device,
+                                          enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (device == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    CUdevice handle;
+    cudaError_t status = SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamGetDevice,
+                                          stream, &handle);
+    /* Device handles are the ordinals the runtime numbers devices by. */
+    if (status == cudaSuccess)
+        *device = (int)handle;
+    return status;
+}
+
+cudaError_t sim_runtime_stream_begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode,
+                                             enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamBeginCapture, stream,
+                            (CUstreamCaptureMode)mode);
+}
+
+cudaError_t sim_runtime_stream_end_capture(cudaStream_t stream, cudaGraph_t *graph,
+                                           enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (graph == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamEndCapture, stream,
+                            graph);
+}
+
+cudaError_t sim_runtime_stream_is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                                            enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (status == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    CUstreamCaptureStatus driver_status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cudaError_t result = SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuStreamIsCapturing,
+                                          stream, &driver_status);
+    if (result == cudaSuccess)
+        *status = (enum cudaStreamCaptureStatus)driver_status;
+    return result;
+}
+
+cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (mode == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    CUstreamCaptureMode driver_mode = (CUstreamCaptureMode)*mode;
+    cudaError_t status =
+        SIM_RUNTIME_CALL(sim_runtime_driver.cuThreadExchangeStreamCaptureMode, &driver_mode);
+    if (status == cudaSuccess)
+        *mode = (enum cudaStreamCaptureMode)driver_mode;
+    return status;
+}
+
+/* Graphs come only from capture here; they cannot be launched on the sim,
+ * but the program must be able to destroy what it captured. */
+cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuGraphDestroy, graph);
+}
+
+cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t function, void *user_data,
+                                         enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (function == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuLaunchHostFunc, stream,
+                            function, user_data);
+}
+
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
+{
+    return sim_runtime_stream_synchronize(stream, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream)
+{
+    return sim_runtime_stream_query(stream, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    return sim_runtime_stream_wait_event(stream, event, flags, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+    return sim_runtime_stream_get_flags(hStream, flags, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+    return sim_runtime_stream_get_priority(hStream, priority, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId)
+{
+    return sim_runtime_stream_get_id(hStream, streamId, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamGetDevice(cudaStream_t hStream, int *device)
+{
+    return sim_runtime_stream_get_device(hStream, device, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    return sim_runtime_stream_begin_capture(stream, mode, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    return sim_runtime_stream_end_capture(stream, pGraph, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+    return sim_runtime_stream_is_capturing(stream, pCaptureStatus, SIM_RUNTIME_LEGACY_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    return sim_runtime_launch_host_func(stream, fn, userData, SIM_RUNTIME_LEGACY_STREAM);
+}

@@ -1,0 +1,502 @@
+/* Contexts: the primary context of each device, created contexts, the
+ * per-thread context stack, and context-wide synchronization. */
+#include "sim_internal.h"
+
+#include <stdlib.h>
+
+#define CONTEXT_STACK_DEPTH 32
+
+static _Thread_local struct sim_context *context_stack[CONTEXT_STACK_DEPTH];
+static _Thread_local int context_depth;
+
+struct sim_context *sim_current_context(void)
+{
+    return context_depth > 0 ? context_stack[context_depth - 1] : NULL;
+}
+
+void sim_context_activate(struct sim_context *context)
+{
+    context->active = true;
+    context->id = sim_next_id();
+    struct sim_stream *legacy;
+    if (sim_stream_create(context, 0, 0, true, false, &legacy) != CUDA_SUCCESS)
+        abort();
+    context->legacy_stream = legacy;
+}
+
+CUresult sim_require_context(struct sim_context **context)
+{
+    struct sim_context *current = sim_current_context();
+    if (current == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sim_lock();
+    CUresult result = CUDA_SUCCESS;
+    if (!sim_handle_is_live(current, SIM_HANDLE_CONTEXT))
+        result = CUDA_ERROR_INVALID_CONTEXT;
+    else if (!current->active) {
+        /* A reset primary context that is still retained comes back on its
+         * next use, as the driver re-initialises it. */
+        if (current->primary && current->retain_count > 0)
+            sim_context_activate(current);
+        else
+            result = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
+    sim_unlock();
+    if (result == CUDA_SUCCESS)
+        *context = current;
+    return result;
+}
+
+static void collect_streams(struct sim_context *context, struct sim_stream ***streams,
+                            size_t *count)
+{
+    size_t capacity = 0;
+    struct sim_stream *stream;
+    sim_lock();
+    LIST_FOREACH(stream, &context->streams, context_link)
+        capacity++;
+    *streams = calloc(capacity + 1, sizeof **streams);
+    if (*streams == NULL)
+        abort();
+    *count = 0;
+    LIST_FOREACH(stream, &context->streams, context_link) {
+        sim_stream_retain(stream);
+        (*streams)[(*count)++] = stream;
+    }
+    sim_unlock();
+}
+
+void sim_context_drain(struct sim_context *context)
+{
+    struct sim_stream **streams;
+    size_t count;
+    collect_streams(context, &streams, &count);
+    for (size_t i = 0; i < count; i++) {
+        sim_stream_drain(streams[i]);
+        sim_stream_release(streams[i]);
+    }
+    free(streams);
+}
+
+void sim_context_teardown(struct sim_context *context)
+{
+    sim_context_drain(context);
+    sim_lock();
+    sim_capture_teardown(context);
+    while (!LIST_EMPTY(&context->streams))
+        sim_stream_close(LIST_FIRST(&context->streams));
+    context->legacy_stream = NULL;
+    sim_events_teardown(context);
+    sim_free_context_memory(context);
+    context->active = false;
+    sim_unlock();
+}
+
+/* ---- primary context ---------------------------------------------------- */
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    SIM_ENTER("cuDevicePrimaryCtxRetain");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    struct sim_context *context = device->primary;
+    if (!context->active)
+        sim_context_activate(context);
+    context->retain_count++;
+    sim_unlock();
+    *pctx = (CUcontext)context;
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_release(CUdevice dev)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    struct sim_context *context = device->primary;
+    sim_lock();
+    if (context->retain_count == 0) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    bool last = --context->retain_count == 0;
+    bool active = context->active;
+    sim_unlock();
+    if (last && active)
+        sim_context_teardown(context);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    SIM_ENTER("cuDevicePrimaryCtxRelease");
+    return primary_release(dev);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    SIM_ENTER("cuDevicePrimaryCtxRelease_v2");
+    return primary_release(dev);
+}
+
+static CUresult primary_reset(CUdevice dev)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool active = device->primary->active;
+    sim_unlock();
+    if (active)
+        sim_context_teardown(device->primary);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    SIM_ENTER("cuDevicePrimaryCtxReset");
+    return primary_reset(dev);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    SIM_ENTER("cuDevicePrimaryCtxReset_v2");
+    return primary_reset(dev);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    SIM_ENTER("cuDevicePrimaryCtxGetState");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (flags == NULL || active == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    *flags = device->primary->flags;
+    *active = device->primary->active;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if ((flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX |
+                             CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE |
+                             CU_CTX_SYNC_MEMOPS)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    device->primary->flags = flags;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    SIM_ENTER("cuDevicePrimaryCtxSetFlags");
+    return primary_set_flags(dev, flags);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    SIM_ENTER("cuDevicePrimaryCtxSetFlags_v2");
+    return primary_set_flags(dev, flags);
+}
+
+/* ---- created contexts --------------------------------------------------- */
+
+static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context = calloc(1, sizeof *context);
+    if (context == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    context->device = device;
+    context->flags = flags;
+    pthread_mutex_init(&context->submit_lock, NULL);
+    LIST_INIT(&context->streams);
+    sim_lock();
+    sim_handle_register(&context->handle, SIM_HANDLE_CONTEXT);
+    sim_context_activate(context);
+    sim_unlock();
+    if (context_depth < CONTEXT_STACK_DEPTH)
+        context_stack[context_depth++] = context;
+    *pctx = (CUcontext)context;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    SIM_ENTER("cuCtxCreate");
+    return context_create(pctx, flags, dev);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    SIM_ENTER("cuCtxCreate_v2");
+    return context_create(pctx, flags, dev);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                   int numParams, unsigned int flags, CUdevice dev)
+{
+    SIM_ENTER("cuCtxCreate_v3");
+    /* Execution affinity (SM partitioning) needs hardware support. */
+    if (paramsArray != NULL && numParams > 0)
+        return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    return context_create(pctx, flags, dev);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    SIM_ENTER("cuCtxCreate_v4");
+    /* Execution affinity and CIG parameters need hardware partitioning. */
+    if (ctxCreateParams != NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return context_create(pctx, flags, dev);
+}
+
+static void remove_from_stack(struct sim_context *context)
+{
+    int kept = 0;
+    for (int i = 0; i < context_depth; i++)
+        if (context_stack[i] != context)
+            context_stack[kept++] = context_stack[i];
+    context_depth = kept;
+}
+
+static CUresult context_destroy(CUcontext ctx)
+{
+    struct sim_context *context = (struct sim_context *)ctx;
+    sim_lock();
+    bool valid = sim_handle_is_live(context, SIM_HANDLE_CONTEXT) && !context->primary;
+    sim_unlock();
+    if (!valid)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sim_context_teardown(context);
+    sim_lock();
+    sim_handle_unregister(&context->handle);
+    sim_unlock();
+    remove_from_stack(context);
+    pthread_mutex_destroy(&context->submit_lock);
+    free(context);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxDestroy");
+    return context_destroy(ctx);
+}
+
+SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxDestroy_v2");
+    return context_destroy(ctx);
+}
+
+/* ---- the current context ------------------------------------------------ */
+
+static CUresult validate_context(CUcontext ctx)
+{
+    sim_lock();
+    bool live = sim_handle_is_live(ctx, SIM_HANDLE_CONTEXT);
+    sim_unlock();
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxSetCurrent");
+    if (ctx == NULL) {
+        if (context_depth > 0)
+            context_depth--;
+        return CUDA_SUCCESS;
+    }
+    CUresult result = validate_context(ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (context_depth == 0)
+        context_depth = 1;
+    context_stack[context_depth - 1] = (struct sim_context *)ctx;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    SIM_ENTER("cuCtxGetCurrent");
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = (CUcontext)sim_current_context();
+    return CUDA_SUCCESS;
+}
+
+static CUresult context_push(CUcontext ctx)
+{
+    CUresult result = validate_context(ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (context_depth == CONTEXT_STACK_DEPTH)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    context_stack[context_depth++] = (struct sim_context *)ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult context_pop(CUcontext *pctx)
+{
+    if (context_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct sim_context *top = context_stack[--context_depth];
+    if (pctx != NULL)
+        *pctx = (CUcontext)top;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxPushCurrent");
+    return context_push(ctx);
+}
+
+SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxPushCurrent_v2");
+    return context_push(ctx);
+}
+
+SIM_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    SIM_ENTER("cuCtxPopCurrent");
+    return context_pop(pctx);
+}
+
+SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    SIM_ENTER("cuCtxPopCurrent_v2");
+    return context_pop(pctx);
+}
+
+/* The context named by `ctx`, or the current one when it is NULL. */
+static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)
+{
+    if (ctx == NULL)
+        return sim_require_context(context);
+    CUresult result = validate_context(ctx);
+    if (result == CUDA_SUCCESS)
+        *context = (struct sim_context *)ctx;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    SIM_ENTER("cuCtxGetDevice");
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        *device = context->device->ordinal;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    SIM_ENTER("cuCtxGetDevice_v2");
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = explicit_or_current(ctx, &context);
+    if (result == CUDA_SUCCESS)
+        *device = context->device->ordinal;
+    return result;
+}
+
+static CUresult context_synchronize(struct sim_context *context)
+{
+    CUresult result = sim_capture_check_unsafe_call();
+    if (result != CUDA_SUCCESS)
+        return result;
+    atomic_fetch_add(&sim.synchronizations, 1);
+    sim_context_drain(context);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize(void)
+{
+    SIM_ENTER("cuCtxSynchronize");
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    SIM_ENTER("cuCtxSynchronize_v2");
+    struct sim_context *context;
+    CUresult result = explicit_or_current(ctx, &context);
+    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
+}
+
+SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    SIM_ENTER("cuCtxGetId");
+    if (ctxId == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = explicit_or_current(ctx, &context);
+    if (result == CUDA_SUCCESS)
+        *ctxId = context->id;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    SIM_ENTER("cuCtxGetFlags");
+    if (flags == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        *flags = context->flags;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    SIM_ENTER("cuCtxGetApiVersion");
+    if (version == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = explicit_or_current(ctx, &context);
+    if (result == CUDA_SUCCESS)
+        *version = 3020;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    SIM_ENTER("cuCtxGetStreamPriorityRange");
+    if (leastPriority != NULL)
+        *leastPriority = 0;
+    if (greatestPriority != NULL)
+        *greatestPriority = -5;
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,91 @@
+/* What happens at the start of every driver call: counting it for the stats
+ * file, refusing it before cuInit, and injecting GPUSIM_FAIL failures. */
+#include "sim_internal.h"
+
+#include <string.h>
+
+static _Atomic(struct sim_entry_point *) registered_head;
+static atomic_ullong rate_draws;
+
+static void register_entry_point(struct sim_entry_point *entry)
+{
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&entry->registered, &expected, true))
+        return;
+    struct sim_entry_point *head = atomic_load(&registered_head);
+    do
+        entry->next_registered = head;
+    while (!atomic_compare_exchange_weak(&registered_head, &head, entry));
+}
+
+struct sim_entry_point *sim_registered_entry_points(void)
+{
+    return atomic_load(&registered_head);
+}
+
+/* "cuMemcpyHtoD_v2_ptds" -> length of "cuMemcpyHtoD". */
+static size_t base_name_length(const char *name)
+{
+    size_t length = strlen(name);
+    if (length > 5 && (strcmp(name + length - 5, "_ptsz") == 0 ||
+                       strcmp(name + length - 5, "_ptds") == 0))
+        length -= 5;
+    size_t digits = length;
+    while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9')
+        digits--;
+    if (digits < length && digits >= 2 && name[digits - 1] == 'v' && name[digits - 2] == '_')
+        length = digits - 2;
+    return length;
+}
+
+static bool rule_matches(const struct sim_fail_rule *rule, const char *name)
+{
+    if (strcmp(rule->name, name) == 0)
+        return true;
+    size_t length = base_name_length(name);
+    return strlen(rule->name) == length && strncmp(rule->name, name, length) == 0;
+}
+
+/* splitmix64: a small, well-mixed generator so a seed gives the same failure
+ * sequence on every run of a single-threaded program. */
+static double next_rate_draw(unsigned long long seed)
+{
+    unsigned long long z = seed + 0x9E3779B97F4A7C15ULL * (atomic_fetch_add(&rate_draws, 1) + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / (double)(1ULL << 53);
+}
+
+static CUresult injected_failure(struct sim_entry_point *entry)
+{
+    struct sim_settings *settings = &sim.settings;
+    CUresult default_error = entry->entry_class == SIM_ENTRY_ALLOCATION
+                                 ? CUDA_ERROR_OUT_OF_MEMORY
+                                 : CUDA_ERROR_UNKNOWN;
+    CUresult failure = CUDA_SUCCESS;
+    for (int i = 0; i < settings->fail_rule_count; i++) {
+        struct sim_fail_rule *rule = &settings->fail_rules[i];
+        if (!rule_matches(rule, entry->name))
+            continue;
+        unsigned long long seen = atomic_fetch_add(&rule->seen, 1) + 1;
+        if (failure == CUDA_SUCCESS &&
+            (seen == rule->nth || (rule->and_later && seen > rule->nth)))
+            failure = rule->error != CUDA_SUCCESS ? rule->error : default_error;
+    }
+    if (failure == CUDA_SUCCESS && settings->fail_rate > 0.0 &&
+        entry->entry_class == SIM_ENTRY_ALLOCATION &&
+        next_rate_draw(settings->fail_seed) < settings->fail_rate)
+        failure = CUDA_ERROR_OUT_OF_MEMORY;
+    return failure;
+}
+
+CUresult sim_enter(struct sim_entry_point *entry, bool needs_init)
+{
+    if (!atomic_load_explicit(&entry->registered, memory_order_acquire))
+        register_entry_point(entry);
+    atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);
+    if (!atomic_load_explicit(&sim.initialized, memory_order_acquire))
+        return needs_init ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+    return injected_failure(entry);
+}

@@ -1,0 +1,453 @@
+/* Shared state and helpers of the simulated CUDA driver (libcuda.so.1).
+ *
+ * Every sim_*.c file includes this header first. It builds cuda.h the way the
+ * real driver does (__CUDA_API_VERSION_INTERNAL), so every exported name, the
+ * legacy v1 forms and the _ptds/_ptsz forms are declared with the exact
+ * signatures of the CUDA 13 headers and a mismatch is a compile error. */
+#ifndef SIM_INTERNAL_H
+#define SIM_INTERNAL_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+/* libbsd's tree.h marks generated static functions __unused, which glibc's
+ * cdefs does not define. */
+#ifndef __unused
+#define __unused __attribute__((__unused__))
+#endif
+#include <sys/tree.h>
+
+#include "gpusim.h"
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+
+/* The driver version reported by cuDriverGetVersion and the ceiling for
+ * cuGetProcAddress requests. */
+#define SIM_DRIVER_VERSION 13000
+#define SIM_MAX_DEVICES 16
+/* VMM granularity and the alignment of large cuMemAlloc regions, as on
+ * Hopper. */
+#define SIM_PAGE_GRANULARITY ((size_t)2 << 20)
+/* cuMemAlloc guarantees at least this alignment for every allocation. */
+#define SIM_SMALL_ALIGNMENT ((size_t)512)
+
+/* ---- entry-point bookkeeping (sim_entry.c) ------------------------------ */
+
+enum sim_entry_class {
+    SIM_ENTRY_PLAIN,
+    /* Allocation-type calls: the default target of an injected failure is
+     * CUDA_ERROR_OUT_OF_MEMORY and `rate:` rules apply to them. */
+    SIM_ENTRY_ALLOCATION,
+};
+
+/* One per exported function, created statically at its call site. */
+struct sim_entry_point {
+    const char *name;
+    enum sim_entry_class entry_class;
+    atomic_ullong calls;
+    atomic_bool registered;
+    struct sim_entry_point *next_registered;
+};
+
+/* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL. */
+CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
+
+#define SIM_ENTRY_(exported_name, klass, needs_init)                                    \
+    do {                                                                                \
+        static struct sim_entry_point entry_point_ = {.name = exported_name,            \
+                                                      .entry_class = klass};            \
+        CUresult entry_result_ = sim_enter(&entry_point_, needs_init);                  \
+        if (entry_result_ != CUDA_SUCCESS)                                              \
+            return entry_result_;                                                       \
+    } while (0)
+
+/* Start of every exported function that requires cuInit. */
+#define SIM_ENTER(name) SIM_ENTRY_(name, SIM_ENTRY_PLAIN, true)
+#define SIM_ENTER_ALLOCATION(name) SIM_ENTRY_(name, SIM_ENTRY_ALLOCATION, true)
+/* For the few entry points that work before cuInit. */
+#define SIM_ENTER_BEFORE_INIT(name) SIM_ENTRY_(name, SIM_ENTRY_PLAIN, false)
+
+/* All entry points called so far (for the stats file). */
+struct sim_entry_point *sim_registered_entry_points(void);
+
+/* ---- environment (sim_environment.c) ------------------------------------ */
+
+struct sim_fail_rule {
+    char name[64];
+    unsigned long long nth;
+    bool and_later;
+    CUresult error; /* 0: the entry's default */
+    atomic_ullong seen;
+};
+
+#define SIM_MAX_FAIL_RULES 32
+
+struct sim_settings {
+    int device_count;
+    size_t memory_per_device;
+    struct sim_fail_rule fail_rules[SIM_MAX_FAIL_RULES];
+    int fail_rule_count;
+    double fail_rate;
+    unsigned long long fail_seed;
+    char stats_path[4096];
+};
+
+/* Parses GPUSIM_*; on a bad value prints one line and exits with status 2. */
+void sim_read_environment(struct sim_settings *settings);
+
+/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
+bool sim_parse_size(const char *text, size_t *bytes);
+
+/* Error code for a GPUSIM_FAIL name ("oom", "invalid", 700, CUDA_ERROR_*). */
+bool sim_parse_error_name(const char *text, CUresult *error);
+
+/* ---- core objects ------------------------------------------------------- */
+
+struct sim_context;
+struct sim_stream;
+struct sim_event;
+struct sim_pool;
+struct sim_capture;
+
+struct sim_device {
+    int ordinal;
+    size_t capacity;
+    size_t physical_bytes;      /* under sim.lock */
+    size_t peak_physical_bytes; /* under sim.lock */
+    struct sim_context *primary;
+    struct sim_pool *default_pool;
+    struct sim_pool *current_pool;
+};
+
+enum sim_handle_kind {
+    SIM_HANDLE_CONTEXT = 1,
+    SIM_HANDLE_STREAM,
+    SIM_HANDLE_EVENT,
+    SIM_HANDLE_POOL,
+    SIM_HANDLE_PHYSICAL,
+    SIM_HANDLE_GRAPH,
+};
+
+/* Every live object handed out to the program is registered, so a stale or
+ * foreign handle is reported (CUDA_ERROR_INVALID_HANDLE/CONTEXT) instead of
+ * dereferenced. */
+struct sim_handle {
+    RB_ENTRY(sim_handle) link;
+    enum sim_handle_kind kind;
+};
+
+void sim_handle_register(struct sim_handle *handle, enum sim_handle_kind kind);
+void sim_handle_unregister(struct sim_handle *handle);
+/* True when `pointer` is a live handle of `kind`; call under sim.lock. */
+bool sim_handle_is_live(const void *pointer, enum sim_handle_kind kind);
+
+struct sim_context {
+    struct sim_handle handle; /* first member: CUcontext points here */
+    struct sim_device *device;
+    bool primary;
+    bool active;
+    unsigned retain_count; /* primary: cuDevicePrimaryCtxRetain references */
+    unsigned flags;
+    unsigned long long id;
+    struct sim_stream *legacy_stream;
+    LIST_HEAD(, sim_stream) streams; /* all live streams incl. legacy, per-thread */
+    /* Taken while a work item is queued, so that the implicit waits between
+     * the legacy stream and blocking streams see a consistent order. */
+    pthread_mutex_t submit_lock;
+};
+
+struct sim_state {
+    pthread_mutex_t lock;
+    atomic_bool initialized;
+    struct sim_settings settings;
+    int device_count;
+    struct sim_device devices[SIM_MAX_DEVICES];
+    atomic_ullong synchronizations;
+    atomic_ullong next_id;
+};
+
+extern struct sim_state sim;
+
+void sim_lock(void);
+void sim_unlock(void);
+unsigned long long sim_next_id(void);
+
+/* ---- contexts (sim_context.c) ------------------------------------------- */
+
+/* The calling thread's current context, or NULL. */
+struct sim_context *sim_current_context(void);
+/* Current context, or CUDA_ERROR_INVALID_CONTEXT. */
+CUresult sim_require_context(struct sim_context **context);
+/* Validates a device ordinal. */
+CUresult sim_device_lookup(CUdevice ordinal, struct sim_device **device);
+/* Waits until every stream of the context has drained. */
+void sim_context_drain(struct sim_context *context);
+/* Called when a primary context is activated for the first time. */
+void sim_context_activate(struct sim_context *context);
+/* Frees streams, events and memory of a context (reset/destroy). */
+void sim_context_teardown(struct sim_context *context);
+
+/* ---- device memory accounting (sim_memory.c) ---------------------------- */
+
+/* Charges `bytes` of physical memory to the device; false when it would
+ * exceed the capacity. Under sim.lock. */
+bool sim_physical_charge(struct sim_device *device, size_t bytes);
+void sim_physical_release(struct sim_device *device, size_t bytes);
+
+enum sim_range_kind {
+    SIM_RANGE_DEVICE,      /* cuMemAlloc, cuMemAllocPitch */
+    SIM_RANGE_POOL,        /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    SIM_RANGE_HOST,        /* cuMemHostAlloc, cuMemAllocHost */
+    SIM_RANGE_MANAGED,     /* cuMemAllocManaged */
+    SIM_RANGE_RESERVATION, /* cuMemAddressReserve */
+    SIM_RANGE_IPC_IMPORT,  /* cuIpcOpenMemHandle */
+    SIM_RANGE_CAPTURED,    /* async allocation recorded into a graph */
+};
+
+struct sim_vmm_mapping;
+
+/* An address range the driver handed out. */
+struct sim_range {
+    RB_ENTRY(sim_range) link;
+    uintptr_t base;
+    size_t size;
+    void *mapping;       /* what munmap releases (includes guard pages) */
+    size_t mapping_size;
+    size_t physical;     /* bytes charged to the device */
+    enum sim_range_kind kind;
+    struct sim_device *device;
+    struct sim_context *context;
+    struct sim_pool *pool;
+    struct sim_graph *graph; /* SIM_RANGE_CAPTURED: the graph that owns it */
+    unsigned host_flags;
+    unsigned long long buffer_id;
+    int shared_fd;       /* memfd backing, for IPC export; -1 if anonymous */
+    bool free_pending;   /* cuMemFreeAsync queued */
+    unsigned ipc_open_count;
+    LIST_HEAD(, sim_vmm_mapping) vmm_mappings; /* reservations only */
+};
+
+/* Registry of ranges; call under sim.lock. */
+void sim_range_insert(struct sim_range *range);
+void sim_range_remove(struct sim_range *range);
+/* The range containing `address`, or NULL. */
+struct sim_range *sim_range_find(uintptr_t address);
+/* Applies `visit` to every range (stops when it returns false). */
+void sim_range_foreach(bool (*visit)(struct sim_range *, void *), void *argument);
+
+/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
+ * followed by an inaccessible guard page; NULL when out of address space. */
+void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping);
+/* Allocates device memory of the current kind and registers it; charges the
+ * capacity. Under sim.lock. */
+CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
+                             struct sim_range **out);
+/* Unregisters, unmaps and uncharges a range. Under sim.lock. */
+void sim_range_destroy(struct sim_range *range);
+/* Frees all device allocations that belong to a context. Under sim.lock. */
+void sim_free_context_memory(struct sim_context *context);
+/* Checks that [address, address+size) lies inside memory the driver knows
+ * (device, host, managed or a mapped VMM range). */
+bool sim_address_is_device_accessible(uintptr_t address, size_t size);
+
+/* ---- VMM (sim_vmm.c) ---------------------------------------------------- */
+
+/* The mapping of a reservation containing `address`; CUDA_ERROR_NOT_FOUND if
+ * that part is not mapped. Under sim.lock. */
+CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address, uintptr_t *base,
+                               size_t *size);
+/* True when [address, address+size) is mapped with access granted. Under
+ * sim.lock. */
+bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device);
+
+/* ---- streams (sim_stream.c) --------------------------------------------- */
+
+enum sim_work_kind {
+    SIM_WORK_COPY,
+    SIM_WORK_SET,
+    SIM_WORK_HOST_FUNCTION,
+    SIM_WORK_STREAM_CALLBACK,
+    SIM_WORK_EVENT_RECORD,
+    SIM_WORK_WAIT,
+    SIM_WORK_FREE,
+    SIM_WORK_MARKER,
+};
+
+struct sim_work {
+    TAILQ_ENTRY(sim_work) link;
+    enum sim_work_kind kind;
+    unsigned long long sequence;
+    union {
+        struct {
+            void *destination;
+            const void *source;
+            size_t bytes;
+        } copy;
+        struct {
+            uintptr_t destination;
+            unsigned value;
+            unsigned element_size;
+            size_t width;  /* elements per row */
+            size_t height; /* rows */
+            size_t pitch;  /* bytes between rows */
+        } set;
+        struct {
+            CUhostFn function;
+            void *user_data;
+        } host;
+        struct {
+            CUstreamCallback function;
+            void *user_data;
+        } callback;
+        struct {
+            struct sim_event *event;
+            unsigned long long generation;
+        } record;
+        struct {
+            struct sim_stream *stream;
+            unsigned long long sequence;
+        } wait;
+        struct {
+            struct sim_range *range;
+        } free;
+    } u;
+};
+
+struct sim_stream {
+    struct sim_handle handle; /* first member: CUstream points here */
+    struct sim_context *context;
+    unsigned flags;
+    int priority;
+    bool legacy;
+    bool per_thread;
+    unsigned long long id;
+    atomic_int references;
+    LIST_ENTRY(sim_stream) context_link;
+
+    pthread_mutex_t mutex;
+    pthread_cond_t changed;
+    TAILQ_HEAD(, sim_work) queue;
+    unsigned long long submitted; /* sequence of the last queued item */
+    unsigned long long completed; /* sequence of the last finished item */
+    bool worker_running;
+    bool closing;
+
+    struct sim_capture *capture; /* under sim.lock */
+};
+
+/* Resolves a CUstream argument (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+ * or a handle) for the current context. `per_thread_default` says whether NULL
+ * means the per-thread stream (_ptsz/_ptds entry points). */
+CUresult sim_stream_resolve(CUstream handle, bool per_thread_default, struct sim_stream **stream);
+/* Creates a stream in a context; the legacy and per-thread streams too. */
+CUresult sim_stream_create(struct sim_context *context, unsigned flags, int priority,
+                           bool legacy, bool per_thread, struct sim_stream **out);
+/* Queues a work item (copied) in stream order, adding the implicit waits of
+ * the legacy default stream. Takes ownership of nothing. */
+CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *work,
+                           unsigned long long *sequence);
+/* Blocks until the stream has completed `sequence`. */
+void sim_stream_wait_for(struct sim_stream *stream, unsigned long long sequence);
+/* True when the stream has completed `sequence`. */
+bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence);
+/* Blocks until all work queued so far on the stream is done. */
+void sim_stream_drain(struct sim_stream *stream);
+void sim_stream_retain(struct sim_stream *stream);
+void sim_stream_release(struct sim_stream *stream);
+/* Closes a stream: queued work still runs, then it is freed. Under sim.lock. */
+void sim_stream_close(struct sim_stream *stream);
+/* Queues work and, for the synchronous forms, waits for it. */
+CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
+                        bool synchronous);
+
+/* ---- events (sim_event.c) ----------------------------------------------- */
+
+struct sim_event {
+    struct sim_handle handle;
+    struct sim_context *context;
+    unsigned flags;
+    atomic_int references;
+    pthread_mutex_t mutex;
+    /* The last record: complete once `stream` reaches `sequence`. */
+    struct sim_stream *stream;
+    unsigned long long sequence;
+    unsigned long long generation;
+    struct timespec timestamp;
+    bool timestamp_valid;
+    /* Id of the capture sequence the last record went into; 0 when the
+     * last record was a real one. */
+    unsigned long long capture_id;
+};
+
+/* Worker side of an event record. */
+void sim_event_complete(struct sim_event *event, unsigned long long generation);
+void sim_event_release(struct sim_event *event);
+/* Destroys every event of a context. Under sim.lock. */
+void sim_events_teardown(struct sim_context *context);
+
+/* ---- stream capture (sim_capture.c) ------------------------------------- */
+
+struct sim_capture {
+    unsigned long long id;
+    CUstreamCaptureMode mode;
+    CUstreamCaptureStatus status;
+    struct sim_stream *origin;
+    pthread_t thread;
+    size_t node_count;
+    struct sim_graph *graph;
+    LIST_ENTRY(sim_capture) link;
+};
+
+struct sim_graph {
+    struct sim_handle handle;
+    size_t node_count;
+};
+
+/* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread may not make a
+ * potentially unsafe call now (and invalidates the capture that forbids it). */
+CUresult sim_capture_check_unsafe_call(void);
+/* Records a work item into the capture of `stream` instead of running it.
+ * Under sim.lock. */
+void sim_capture_record_node(struct sim_stream *stream);
+/* Records an async allocation into the capture's graph. Under sim.lock. */
+CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address);
+/* Invalidates the capture of a stream (an illegal call was made). */
+void sim_capture_invalidate(struct sim_capture *capture);
+/* Ends a capture without producing a graph (its stream is going away).
+ * Under sim.lock. */
+void sim_capture_abandon(struct sim_capture *capture);
+/* The active capture with this id, or NULL. Under sim.lock. */
+struct sim_capture *sim_capture_find(unsigned long long id);
+/* Ends every capture of a context (teardown). Under sim.lock. */
+void sim_capture_teardown(struct sim_context *context);
+
+/* ---- pools (sim_pool.c) ------------------------------------------------- */
+
+struct sim_pool {
+    struct sim_handle handle;
+    struct sim_device *device;
+    bool is_default;
+    bool destroyed;       /* freed once its last allocation is */
+    size_t allocation_count;
+    int reuse_flags[3];   /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+    size_t reserved_current, reserved_high;
+    size_t used_current, used_high;
+    unsigned long long release_threshold;
+};
+
+/* Creates the default pool of a device. */
+struct sim_pool *sim_pool_create_default(struct sim_device *device);
+/* Returns a pool allocation to the device (worker side of cuMemFreeAsync).
+ * Under sim.lock. */
+void sim_pool_free_now(struct sim_range *range);
+
+/* ---- copies (sim_copy.c) ------------------------------------------------ */
+
+
+#endif

@@ -1,0 +1,340 @@
+/* Stream-ordered allocation: memory pools, cuMemAllocAsync and
+ * cuMemFreeAsync. An async free is an item in its stream; the memory is
+ * unmapped and returned to the device only when the stream reaches it, so a
+ * use after the free in stream order faults. */
+#include "sim_internal.h"
+
+#include <stdlib.h>
+
+struct sim_pool *sim_pool_create_default(struct sim_device *device)
+{
+    struct sim_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        abort();
+    pool->device = device;
+    pool->is_default = true;
+    pool->reuse_flags[0] = pool->reuse_flags[1] = pool->reuse_flags[2] = 1;
+    sim_handle_register(&pool->handle, SIM_HANDLE_POOL);
+    return pool;
+}
+
+static void pool_free_if_done(struct sim_pool *pool)
+{
+    if (pool->destroyed && pool->allocation_count == 0)
+        free(pool);
+}
+
+void sim_pool_free_now(struct sim_range *range)
+{
+    struct sim_pool *pool = range->pool;
+    pool->used_current -= range->size;
+    pool->reserved_current -= range->physical;
+    pool->allocation_count--;
+    sim_range_destroy(range);
+    pool_free_if_done(pool);
+}
+
+/* ---- device pools ------------------------------------------------------- */
+
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    SIM_ENTER("cuDeviceGetDefaultMemPool");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (pool_out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pool_out = (CUmemoryPool)device->default_pool;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    SIM_ENTER("cuDeviceGetMemPool");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (pool == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    *pool = (CUmemoryPool)device->current_pool;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    SIM_ENTER("cuDeviceSetMemPool");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    struct sim_pool *chosen = (struct sim_pool *)pool;
+    if (!sim_handle_is_live(chosen, SIM_HANDLE_POOL) || chosen->device != device)
+        result = CUDA_ERROR_INVALID_VALUE;
+    else
+        device->current_pool = chosen;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    SIM_ENTER_ALLOCATION("cuMemPoolCreate");
+    struct sim_device *device;
+    if (pool == NULL || poolProps == NULL || poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sim_device_lookup(poolProps->location.id, &device) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_pool *created = calloc(1, sizeof *created);
+    if (created == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    created->device = device;
+    created->reuse_flags[0] = created->reuse_flags[1] = created->reuse_flags[2] = 1;
+    sim_lock();
+    sim_handle_register(&created->handle, SIM_HANDLE_POOL);
+    sim_unlock();
+    *pool = (CUmemoryPool)created;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    SIM_ENTER("cuMemPoolDestroy");
+    struct sim_pool *target = (struct sim_pool *)pool;
+    sim_lock();
+    if (!sim_handle_is_live(target, SIM_HANDLE_POOL) || target->is_default) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (target->device->current_pool == target)
+        target->device->current_pool = target->device->default_pool;
+    sim_handle_unregister(&target->handle);
+    /* Outstanding allocations stay valid; the pool goes with the last. */
+    target->destroyed = true;
+    pool_free_if_done(target);
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_ENTER("cuMemPoolGetAttribute");
+    struct sim_pool *target = (struct sim_pool *)pool;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    CUresult result = CUDA_SUCCESS;
+    if (!sim_handle_is_live(target, SIM_HANDLE_POOL)) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            *(int *)value = target->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+            break;
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            *(cuuint64_t *)value = target->release_threshold;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+            *(cuuint64_t *)value = target->reserved_current;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+            *(cuuint64_t *)value = target->reserved_high;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+            *(cuuint64_t *)value = target->used_current;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            *(cuuint64_t *)value = target->used_high;
+            break;
+        default:
+            result = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_ENTER("cuMemPoolSetAttribute");
+    struct sim_pool *target = (struct sim_pool *)pool;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    CUresult result = CUDA_SUCCESS;
+    if (!sim_handle_is_live(target, SIM_HANDLE_POOL)) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            target->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] =
+                *(int *)value != 0;
+            break;
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            target->release_threshold = *(cuuint64_t *)value;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            /* Only a reset to zero is allowed: the mark restarts from now. */
+            if (*(cuuint64_t *)value != 0)
+                result = CUDA_ERROR_INVALID_VALUE;
+            else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+                target->reserved_high = target->reserved_current;
+            else
+                target->used_high = target->used_current;
+            break;
+        default:
+            result = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    SIM_ENTER("cuMemPoolTrimTo");
+    (void)minBytesToKeep;
+    sim_lock();
+    bool live = sim_handle_is_live(pool, SIM_HANDLE_POOL);
+    sim_unlock();
+    /* Freed blocks are returned to the device at once, so nothing is cached
+     * and there is nothing to trim. */
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- stream-ordered allocation ------------------------------------------ */
+
+static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, struct sim_pool *pool,
+                               CUstream hStream, bool per_thread_default)
+{
+    if (dptr == NULL || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    struct sim_device *device = stream->context->device;
+    if (pool == NULL)
+        pool = device->current_pool;
+    if (!sim_handle_is_live(pool, SIM_HANDLE_POOL) || pool->device != device) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (stream->capture != NULL) {
+        /* Inside a capture the allocation becomes a graph node: the address
+         * is reserved but not usable until the graph runs. */
+        result = sim_capture_allocate(stream, bytesize, dptr);
+        sim_unlock();
+        return result;
+    }
+    struct sim_range *range;
+    result = sim_device_allocate(stream->context, bytesize, SIM_RANGE_POOL, &range);
+    if (result == CUDA_SUCCESS) {
+        range->pool = pool;
+        pool->allocation_count++;
+        pool->used_current += range->size;
+        pool->reserved_current += range->physical;
+        if (pool->used_current > pool->used_high)
+            pool->used_high = pool->used_current;
+        if (pool->reserved_current > pool->reserved_high)
+            pool->reserved_high = pool->reserved_current;
+        *dptr = (CUdeviceptr)range->base;
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SIM_ENTER_ALLOCATION("cuMemAllocAsync");
+    return allocate_async(dptr, bytesize, NULL, hStream, false);
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SIM_ENTER_ALLOCATION("cuMemAllocAsync_ptsz");
+    return allocate_async(dptr, bytesize, NULL, hStream, true);
+}
+
+static CUresult allocate_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                   CUstream hStream, bool per_thread_default)
+{
+    if (pool == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return allocate_async(dptr, bytesize, (struct sim_pool *)pool, hStream, per_thread_default);
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                            CUstream hStream)
+{
+    SIM_ENTER_ALLOCATION("cuMemAllocFromPoolAsync");
+    return allocate_from_pool(dptr, bytesize, pool, hStream, false);
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                 CUmemoryPool pool, CUstream hStream)
+{
+    SIM_ENTER_ALLOCATION("cuMemAllocFromPoolAsync_ptsz");
+    return allocate_from_pool(dptr, bytesize, pool, hStream, true);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_default)
+{
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    struct sim_range *range = sim_range_find((uintptr_t)dptr);
+    if (range == NULL || range->base != (uintptr_t)dptr || range->free_pending ||
+        (range->kind != SIM_RANGE_POOL && range->kind != SIM_RANGE_CAPTURED)) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (stream->capture != NULL || range->kind == SIM_RANGE_CAPTURED) {
+        /* A free inside a capture is a graph node; a captured allocation can
+         * only be freed by a graph or after the graph ran. */
+        bool allowed = stream->capture != NULL;
+        if (allowed) {
+            sim_capture_record_node(stream);
+            if (range->kind == SIM_RANGE_CAPTURED)
+                range->free_pending = true;
+        }
+        sim_unlock();
+        return allowed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    range->free_pending = true;
+    sim_unlock();
+    struct sim_work work = {.kind = SIM_WORK_FREE};
+    work.u.free.range = range;
+    result = sim_stream_submit(stream, &work, NULL);
+    if (result != CUDA_SUCCESS) {
+        sim_lock();
+        range->free_pending = false;
+        sim_unlock();
+    }
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    SIM_ENTER("cuMemFreeAsync");
+    return free_async(dptr, hStream, false);
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    SIM_ENTER("cuMemFreeAsync_ptsz");
+    return free_async(dptr, hStream, true);
+}

@@ -1,0 +1,68 @@
+/* cuGetProcAddress: resolves a base name, a requested CUDA version and the
+ * per-thread-stream flag to one exported variant, from the table in
+ * sim_entry_points.def. */
+#include "sim_internal.h"
+
+#include <string.h>
+
+struct entry_point_variant {
+    const char *base_name;
+    int version;     /* the CUDA version that introduced this variant */
+    bool per_thread; /* a _ptds/_ptsz variant */
+    void *function;
+};
+
+static const struct entry_point_variant variants[] = {
+#define SIM_ENTRY_POINT(base, version, per_thread, symbol) \
+    {#base, version, per_thread, (void *)symbol},
+#include "sim_entry_points.def"
+#undef SIM_ENTRY_POINT
+};
+
+static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *symbolStatus)
+{
+    const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    if (symbol == NULL || pfn == NULL || (flags & ~known) != 0 ||
+        cudaVersion > SIM_DRIVER_VERSION)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* The driver cannot see how the caller was compiled, so the default is
+     * the legacy stream, as for CU_GET_PROC_ADDRESS_LEGACY_STREAM. */
+    bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct entry_point_variant *legacy = NULL, *threaded = NULL;
+    bool known_name = false;
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        const struct entry_point_variant *variant = &variants[i];
+        if (strcmp(variant->base_name, symbol) != 0)
+            continue;
+        known_name = true;
+        if (variant->version > cudaVersion)
+            continue;
+        const struct entry_point_variant **best = variant->per_thread ? &threaded : &legacy;
+        if (*best == NULL || variant->version > (*best)->version)
+            *best = variant;
+    }
+    const struct entry_point_variant *chosen = per_thread && threaded != NULL ? threaded : legacy;
+    *pfn = chosen != NULL ? chosen->function : NULL;
+    if (symbolStatus != NULL)
+        *symbolStatus = chosen != NULL ? CU_GET_PROC_ADDRESS_SUCCESS
+                        : known_name   ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                       : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                     cuuint64_t flags)
+{
+    SIM_ENTER_BEFORE_INIT("cuGetProcAddress");
+    return resolve(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                        cuuint64_t flags,
+                                        CUdriverProcAddressQueryResult *symbolStatus)
+{
+    SIM_ENTER_BEFORE_INIT("cuGetProcAddress_v2");
+    return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}

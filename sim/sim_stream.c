@@ -1,0 +1,703 @@
+/* Streams: one worker thread per stream runs its work in order, and the
+ * legacy default stream's implicit ordering with blocking streams is added
+ * when work is queued.
+ *
+ * Lock order: event mutex, then context submit_lock, then sim.lock, then a
+ * stream mutex. Workers hold no lock while they run an item. */
+#include "sim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void sim_stream_retain(struct sim_stream *stream)
+{
+    atomic_fetch_add(&stream->references, 1);
+}
+
+void sim_stream_release(struct sim_stream *stream)
+{
+    if (atomic_fetch_sub(&stream->references, 1) != 1)
+        return;
+    pthread_mutex_destroy(&stream->mutex);
+    pthread_cond_destroy(&stream->changed);
+    free(stream);
+}
+
+static void run_set(const struct sim_work *work)
+{
+    for (size_t row = 0; row < work->u.set.height; row++) {
+        unsigned char *line = (unsigned char *)(work->u.set.destination + row * work->u.set.pitch);
+        switch (work->u.set.element_size) {
+        case 1:
+            memset(line, (int)(work->u.set.value & 0xFF), work->u.set.width);
+            break;
+        case 2: {
+            uint16_t value = (uint16_t)work->u.set.value;
+            for (size_t i = 0; i < work->u.set.width; i++)
+                memcpy(line + 2 * i, &value, 2);
+            break;
+        }
+        default: {
+            uint32_t value = work->u.set.value;
+            for (size_t i = 0; i < work->u.set.width; i++)
+                memcpy(line + 4 * i, &value, 4);
+            break;
+        }
+        }
+    }
+}
+
+static void run_work(struct sim_stream *stream, struct sim_work *work)
+{
+    switch (work->kind) {
+    case SIM_WORK_COPY:
+        memmove(work->u.copy.destination, work->u.copy.source, work->u.copy.bytes);
+        break;
+    case SIM_WORK_SET:
+        run_set(work);
+        break;
+    case SIM_WORK_HOST_FUNCTION:
+        work->u.host.function(work->u.host.user_data);
+        break;
+    case SIM_WORK_STREAM_CALLBACK:
+        work->u.callback.function((CUstream)stream, CUDA_SUCCESS, work->u.callback.user_data);
+        break;
+    case SIM_WORK_EVENT_RECORD:
+        sim_event_complete(work->u.record.event, work->u.record.generation);
+        sim_event_release(work->u.record.event);
+        break;
+    case SIM_WORK_WAIT:
+        sim_stream_wait_for(work->u.wait.stream, work->u.wait.sequence);
+        sim_stream_release(work->u.wait.stream);
+        break;
+    case SIM_WORK_FREE:
+        sim_lock();
+        sim_pool_free_now(work->u.free.range);
+        sim_unlock();
+        break;
+    case SIM_WORK_MARKER:
+        break;
+    }
+}
+
+static void *stream_worker(void *argument)
+{
+    struct sim_stream *stream = argument;
+    pthread_mutex_lock(&stream->mutex);
+    for (;;) {
+        while (TAILQ_EMPTY(&stream->queue) && !stream->closing)
+            pthread_cond_wait(&stream->changed, &stream->mutex);
+        if (TAILQ_EMPTY(&stream->queue))
+            break;
+        struct sim_work *work = TAILQ_FIRST(&stream->queue);
+        TAILQ_REMOVE(&stream->queue, work, link);
+        pthread_mutex_unlock(&stream->mutex);
+        run_work(stream, work);
+        pthread_mutex_lock(&stream->mutex);
+        stream->completed = work->sequence;
+        pthread_cond_broadcast(&stream->changed);
+        free(work);
+    }
+    stream->worker_running = false;
+    pthread_cond_broadcast(&stream->changed);
+    pthread_mutex_unlock(&stream->mutex);
+    sim_stream_release(stream);
+    return NULL;
+}
+
+CUresult sim_stream_create(struct sim_context *context, unsigned flags, int priority, bool legacy,
+                           bool per_thread, struct sim_stream **out)
+{
+    struct sim_stream *stream = calloc(1, sizeof *stream);
+    if (stream == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    stream->context = context;
+    stream->flags = flags;
+    stream->priority = priority;
+    stream->legacy = legacy;
+    stream->per_thread = per_thread;
+    stream->id = sim_next_id();
+    /* One reference for the context's list, one for the worker. */
+    atomic_init(&stream->references, 2);
+    pthread_mutex_init(&stream->mutex, NULL);
+    pthread_cond_init(&stream->changed, NULL);
+    TAILQ_INIT(&stream->queue);
+    stream->worker_running = true;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    pthread_t thread;
+    int failed = pthread_create(&thread, &attributes, stream_worker, stream);
+    pthread_attr_destroy(&attributes);
+    if (failed) {
+        pthread_mutex_destroy(&stream->mutex);
+        pthread_cond_destroy(&stream->changed);
+        free(stream);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    LIST_INSERT_HEAD(&context->streams, stream, context_link);
+    if (!legacy && !per_thread)
+        sim_handle_register(&stream->handle, SIM_HANDLE_STREAM);
+    *out = stream;
+    return CUDA_SUCCESS;
+}
+
+void sim_stream_close(struct sim_stream *stream)
+{
+    LIST_REMOVE(stream, context_link);
+    if (stream->handle.kind == SIM_HANDLE_STREAM)
+        sim_handle_unregister(&stream->handle);
+    if (stream->capture != NULL && stream->capture->origin == stream)
+        sim_capture_abandon(stream->capture);
+    stream->capture = NULL;
+    pthread_mutex_lock(&stream->mutex);
+    stream->closing = true;
+    pthread_cond_broadcast(&stream->changed);
+    pthread_mutex_unlock(&stream->mutex);
+    sim_stream_release(stream);
+}
+
+/* ---- per-thread default streams ----------------------------------------- */
+
+struct per_thread_stream {
+    struct sim_context *context;
+    unsigned long long context_id;
+    struct sim_stream *stream;
+};
+
+#define PER_THREAD_STREAM_SLOTS 8
+static _Thread_local struct per_thread_stream per_thread_streams[PER_THREAD_STREAM_SLOTS];
+
+/* Under sim.lock. */
+static CUresult per_thread_stream(struct sim_context *context, struct sim_stream **out)
+{
+    struct per_thread_stream *free_slot = NULL;
+    for (int i = 0; i < PER_THREAD_STREAM_SLOTS; i++) {
+        struct per_thread_stream *slot = &per_thread_streams[i];
+        if (slot->context == context && slot->context_id == context->id) {
+            *out = slot->stream;
+            return CUDA_SUCCESS;
+        }
+        if (free_slot == NULL &&
+            (slot->context == NULL || slot->context_id != slot->context->id ||
+             !sim_handle_is_live(slot->context, SIM_HANDLE_CONTEXT)))
+            free_slot = slot;
+    }
+    if (free_slot == NULL)
+        free_slot = &per_thread_streams[0];
+    struct sim_stream *stream;
+    /* The per-thread stream is a blocking stream: it orders with the legacy
+     * default stream like any stream created without CU_STREAM_NON_BLOCKING. */
+    CUresult result = sim_stream_create(context, 0, 0, false, true, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    free_slot->context = context;
+    free_slot->context_id = context->id;
+    free_slot->stream = stream;
+    *out = stream;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_stream_resolve(CUstream handle, bool per_thread_default, struct sim_stream **stream)
+{
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    if (handle == CU_STREAM_LEGACY || (handle == NULL && !per_thread_default)) {
+        *stream = context->legacy_stream;
+    } else if (handle == CU_STREAM_PER_THREAD || handle == NULL) {
+        result = per_thread_stream(context, stream);
+    } else if (sim_handle_is_live(handle, SIM_HANDLE_STREAM)) {
+        *stream = (struct sim_stream *)handle;
+    } else {
+        result = CUDA_ERROR_INVALID_HANDLE;
+    }
+    sim_unlock();
+    return result;
+}
+
+/* ---- queueing ----------------------------------------------------------- */
+
+static bool is_blocking(const struct sim_stream *stream)
+{
+    return !stream->legacy && (stream->flags & CU_STREAM_NON_BLOCKING) == 0;
+}
+
+static bool has_pending_work(struct sim_stream *stream, unsigned long long *last)
+{
+    pthread_mutex_lock(&stream->mutex);
+    *last = stream->submitted;
+    bool pending = stream->completed < stream->submitted;
+    pthread_mutex_unlock(&stream->mutex);
+    return pending;
+}
+
+/* Queues `work`, which the worker frees once done; returns its sequence. */
+static unsigned long long append(struct sim_stream *stream, struct sim_work *work)
+{
+    pthread_mutex_lock(&stream->mutex);
+    unsigned long long sequence = ++stream->submitted;
+    work->sequence = sequence;
+    TAILQ_INSERT_TAIL(&stream->queue, work, link);
+    pthread_cond_broadcast(&stream->changed);
+    pthread_mutex_unlock(&stream->mutex);
+    return sequence;
+}
+
+static void append_wait(struct sim_stream *stream, struct sim_stream *target,
+                        unsigned long long sequence)
+{
+    struct sim_work *wait = calloc(1, sizeof *wait);
+    if (wait == NULL)
+        abort();
+    wait->kind = SIM_WORK_WAIT;
+    sim_stream_retain(target);
+    wait->u.wait.stream = target;
+    wait->u.wait.sequence = sequence;
+    append(stream, wait);
+}
+
+/* Under sim.lock: the legacy stream's implicit dependencies. Returns
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT when one of them is being captured. */
+static CUresult add_implicit_waits(struct sim_stream *stream)
+{
+    struct sim_context *context = stream->context;
+    unsigned long long last;
+    if (stream->legacy) {
+        struct sim_stream *other;
+        LIST_FOREACH(other, &context->streams, context_link) {
+            if (other == stream || !is_blocking(other))
+                continue;
+            if (other->capture != NULL) {
+                sim_capture_invalidate(other->capture);
+                return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+            }
+        }
+        LIST_FOREACH(other, &context->streams, context_link)
+            if (other != stream && is_blocking(other) && has_pending_work(other, &last))
+                append_wait(stream, other, last);
+    } else if (is_blocking(stream) && stream->capture == NULL) {
+        struct sim_stream *legacy = context->legacy_stream;
+        if (legacy != NULL && has_pending_work(legacy, &last))
+            append_wait(stream, legacy, last);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *work,
+                           unsigned long long *sequence)
+{
+    struct sim_work *copy = malloc(sizeof *copy);
+    if (copy == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *copy = *work;
+    struct sim_context *context = stream->context;
+    pthread_mutex_lock(&context->submit_lock);
+    sim_lock();
+    if (stream->capture != NULL) {
+        /* Captured work becomes a graph node and does not run now. */
+        sim_capture_record_node(stream);
+        sim_unlock();
+        pthread_mutex_unlock(&context->submit_lock);
+        if (copy->kind == SIM_WORK_WAIT)
+            sim_stream_release(copy->u.wait.stream);
+        else if (copy->kind == SIM_WORK_EVENT_RECORD)
+            sim_event_release(copy->u.record.event);
+        free(copy);
+        if (sequence != NULL)
+            *sequence = 0;
+        return CUDA_SUCCESS;
+    }
+    CUresult result = add_implicit_waits(stream);
+    unsigned long long queued = 0;
+    if (result == CUDA_SUCCESS)
+        queued = append(stream, copy);
+    sim_unlock();
+    pthread_mutex_unlock(&context->submit_lock);
+    if (result != CUDA_SUCCESS) {
+        free(copy);
+        return result;
+    }
+    if (sequence != NULL)
+        *sequence = queued;
+    return CUDA_SUCCESS;
+}
+
+void sim_stream_wait_for(struct sim_stream *stream, unsigned long long sequence)
+{
+    pthread_mutex_lock(&stream->mutex);
+    while (stream->completed < sequence)
+        pthread_cond_wait(&stream->changed, &stream->mutex);
+    pthread_mutex_unlock(&stream->mutex);
+}
+
+bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence)
+{
+    pthread_mutex_lock(&stream->mutex);
+    bool reached = stream->completed >= sequence;
+    pthread_mutex_unlock(&stream->mutex);
+    return reached;
+}
+
+void sim_stream_drain(struct sim_stream *stream)
+{
+    pthread_mutex_lock(&stream->mutex);
+    unsigned long long last = stream->submitted;
+    while (stream->completed < last)
+        pthread_cond_wait(&stream->changed, &stream->mutex);
+    pthread_mutex_unlock(&stream->mutex);
+}
+
+CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
+                        bool synchronous)
+{
+    if (synchronous) {
+        CUresult result = sim_capture_check_unsafe_call();
+        if (result != CUDA_SUCCESS)
+            return result;
+    }
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(handle, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool capturing = stream->capture != NULL;
+    if (capturing && synchronous)
+        sim_capture_invalidate(stream->capture);
+    sim_unlock();
+    if (capturing && synchronous)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    unsigned long long sequence;
+    result = sim_stream_submit(stream, work, &sequence);
+    if (result == CUDA_SUCCESS && synchronous)
+        sim_stream_wait_for(stream, sequence);
+    return result;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+static CUresult stream_create(CUstream *phStream, unsigned int Flags, int priority)
+{
+    if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    /* Priorities are clamped to [greatest, least] = [-5, 0] as the driver does. */
+    if (priority > 0)
+        priority = 0;
+    if (priority < -5)
+        priority = -5;
+    struct sim_stream *stream;
+    sim_lock();
+    result = sim_stream_create(context, Flags, priority, false, false, &stream);
+    sim_unlock();
+    if (result == CUDA_SUCCESS)
+        *phStream = (CUstream)stream;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    SIM_ENTER("cuStreamCreate");
+    return stream_create(phStream, Flags, 0);
+}
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    SIM_ENTER("cuStreamCreateWithPriority");
+    return stream_create(phStream, flags, priority);
+}
+
+static CUresult stream_destroy(CUstream hStream)
+{
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    if (!sim_handle_is_live(hStream, SIM_HANDLE_STREAM)) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    /* Work already queued still runs; the worker frees the stream after. */
+    sim_stream_close((struct sim_stream *)hStream);
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamDestroy(CUstream hStream)
+{
+    SIM_ENTER("cuStreamDestroy");
+    return stream_destroy(hStream);
+}
+
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    SIM_ENTER("cuStreamDestroy_v2");
+    return stream_destroy(hStream);
+}
+
+static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
+{
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = sim_capture_check_unsafe_call();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool capturing = stream->capture != NULL;
+    if (capturing)
+        sim_capture_invalidate(stream->capture);
+    sim_unlock();
+    if (capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    atomic_fetch_add(&sim.synchronizations, 1);
+    if (stream->legacy) {
+        /* Synchronizing the legacy stream also waits for the blocking streams
+         * it implicitly depends on: queue an empty item and wait for it. */
+        struct sim_work marker = {.kind = SIM_WORK_MARKER};
+        unsigned long long sequence;
+        result = sim_stream_submit(stream, &marker, &sequence);
+        if (result != CUDA_SUCCESS)
+            return result;
+        sim_stream_wait_for(stream, sequence);
+        return CUDA_SUCCESS;
+    }
+    sim_stream_drain(stream);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
+{
+    SIM_ENTER("cuStreamSynchronize");
+    return stream_synchronize(hStream, false);
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    SIM_ENTER("cuStreamSynchronize_ptsz");
+    return stream_synchronize(hStream, true);
+}
+
+static CUresult stream_query(CUstream hStream, bool per_thread_default)
+{
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = sim_capture_check_unsafe_call();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool capturing = stream->capture != NULL;
+    if (capturing)
+        sim_capture_invalidate(stream->capture);
+    sim_unlock();
+    if (capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    unsigned long long last;
+    return has_pending_work(stream, &last) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamQuery(CUstream hStream)
+{
+    SIM_ENTER("cuStreamQuery");
+    return stream_query(hStream, false);
+}
+
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+    SIM_ENTER("cuStreamQuery_ptsz");
+    return stream_query(hStream, true);
+}
+
+static CUresult stream_get_flags(CUstream hStream, unsigned int *flags, bool per_thread_default)
+{
+    if (flags == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result == CUDA_SUCCESS)
+        *flags = stream->flags;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+    SIM_ENTER("cuStreamGetFlags");
+    return stream_get_flags(hStream, flags, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+    SIM_ENTER("cuStreamGetFlags_ptsz");
+    return stream_get_flags(hStream, flags, true);
+}
+
+static CUresult stream_get_priority(CUstream hStream, int *priority, bool per_thread_default)
+{
+    if (priority == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result == CUDA_SUCCESS)
+        *priority = stream->priority;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+    SIM_ENTER("cuStreamGetPriority");
+    return stream_get_priority(hStream, priority, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
+{
+    SIM_ENTER("cuStreamGetPriority_ptsz");
+    return stream_get_priority(hStream, priority, true);
+}
+
+static CUresult stream_get_id(CUstream hStream, unsigned long long *streamId,
+                              bool per_thread_default)
+{
+    if (streamId == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result == CUDA_SUCCESS)
+        *streamId = stream->id;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+    SIM_ENTER("cuStreamGetId");
+    return stream_get_id(hStream, streamId, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
+{
+    SIM_ENTER("cuStreamGetId_ptsz");
+    return stream_get_id(hStream, streamId, true);
+}
+
+static CUresult stream_get_context(CUstream hStream, CUcontext *pctx, bool per_thread_default)
+{
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result == CUDA_SUCCESS)
+        *pctx = (CUcontext)stream->context;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+    SIM_ENTER("cuStreamGetCtx");
+    return stream_get_context(hStream, pctx, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
+{
+    SIM_ENTER("cuStreamGetCtx_ptsz");
+    return stream_get_context(hStream, pctx, true);
+}
+
+SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    SIM_ENTER("cuStreamGetCtx_v2");
+    if (pGreenCtx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pGreenCtx = NULL; /* green contexts are not simulated */
+    return stream_get_context(hStream, pCtx, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
+                                           CUgreenCtx *pGreenCtx)
+{
+    SIM_ENTER("cuStreamGetCtx_v2_ptsz");
+    if (pGreenCtx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pGreenCtx = NULL;
+    return stream_get_context(hStream, pCtx, true);
+}
+
+static CUresult stream_get_device(CUstream hStream, CUdevice *device, bool per_thread_default)
+{
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *stream;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    if (result == CUDA_SUCCESS)
+        *device = stream->context->device->ordinal;
+    return result;
+}
+
+SIM_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+    SIM_ENTER("cuStreamGetDevice");
+    return stream_get_device(hStream, device, false);
+}
+
+SIM_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
+{
+    SIM_ENTER("cuStreamGetDevice_ptsz");
+    return stream_get_device(hStream, device, true);
+}
+
+static CUresult launch_host_function(CUstream hStream, CUhostFn fn, void *userData,
+                                     bool per_thread_default)
+{
+    if (fn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_work work = {.kind = SIM_WORK_HOST_FUNCTION};
+    work.u.host.function = fn;
+    work.u.host.user_data = userData;
+    return sim_stream_run(hStream, per_thread_default, &work, false);
+}
+
+SIM_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    SIM_ENTER("cuLaunchHostFunc");
+    return launch_host_function(hStream, fn, userData, false);
+}
+
+SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+    SIM_ENTER("cuLaunchHostFunc_ptsz");
+    return launch_host_function(hStream, fn, userData, true);
+}
+
+static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
+                             unsigned int flags, bool per_thread_default)
+{
+    if (callback == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_work work = {.kind = SIM_WORK_STREAM_CALLBACK};
+    work.u.callback.function = callback;
+    work.u.callback.user_data = userData;
+    return sim_stream_run(hStream, per_thread_default, &work, false);
+}
+
+SIM_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                        void *userData, unsigned int flags)
+{
+    SIM_ENTER("cuStreamAddCallback");
+    return add_callback(hStream, callback, userData, flags, false);
+}
+
+SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                                             void *userData, unsigned int flags)
+{
+    SIM_ENTER("cuStreamAddCallback_ptsz");
+    return add_callback(hStream, callback, userData, flags, true);
+}

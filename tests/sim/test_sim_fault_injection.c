@@ -1,0 +1,148 @@
+/* GPUSIM_FAIL: injected failures hit exactly the calls they name. */
+#include "sim_test_support.h"
+
+static void third_allocation_fails(void)
+{
+    setenv("GPUSIM_FAIL", "cuMemAlloc:3", 1);
+}
+
+Test(fault_injection, the_nth_call_fails_with_out_of_memory, .init = third_allocation_fails)
+{
+    start_device(0);
+    CUdeviceptr pointers[4];
+    EXPECT_OK(cuMemAlloc(&pointers[0], 1024));
+    EXPECT_OK(cuMemAlloc(&pointers[1], 1024));
+    size_t before = gpusim_physical_bytes(0);
+    EXPECT_RESULT(cuMemAlloc(&pointers[2], 1024), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(gpusim_physical_bytes(0), before, "a failed call has no side effect");
+    EXPECT_OK(cuMemAlloc(&pointers[3], 1024));
+}
+
+static void vmm_failures(void)
+{
+    setenv("GPUSIM_FAIL", "cuMemCreate:2,cuMemMap:1:invalid,cuMemSetAccess:2+", 1);
+}
+
+Test(fault_injection, several_rules_and_error_names, .init = vmm_failures)
+{
+    start_device(0);
+    CUmemAllocationProp properties = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                      .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemGenericAllocationHandle handle;
+    EXPECT_OK(cuMemCreate(&handle, 2 << 20, &properties, 0));
+    CUmemGenericAllocationHandle second;
+    EXPECT_RESULT(cuMemCreate(&second, 2 << 20, &properties, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 2 << 20, 0, 0, 0));
+    EXPECT_RESULT(cuMemMap(base, 2 << 20, 0, handle, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemMap(base, 2 << 20, 0, handle, 0));
+    CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    EXPECT_OK(cuMemSetAccess(base, 2 << 20, &access, 1));
+    EXPECT_RESULT(cuMemSetAccess(base, 2 << 20, &access, 1), CUDA_ERROR_UNKNOWN);
+    EXPECT_RESULT(cuMemSetAccess(base, 2 << 20, &access, 1), CUDA_ERROR_UNKNOWN);
+}
+
+static void exact_variant_only(void)
+{
+    setenv("GPUSIM_FAIL", "cuMemAllocAsync_ptsz:1", 1);
+}
+
+Test(fault_injection, exported_names_match_one_variant, .init = exact_variant_only)
+{
+    start_device(0);
+    allocate_async_function allocate_ptsz =
+        (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
+    CUdeviceptr pointer;
+    EXPECT_OK(cuMemAllocAsync(&pointer, 1024, NULL));
+    EXPECT_RESULT(allocate_ptsz(&pointer, 1024, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_OK(allocate_ptsz(&pointer, 1024, NULL));
+}
+
+static void base_name_rule(void)
+{
+    setenv("GPUSIM_FAIL", "cuMemAllocAsync:2", 1);
+}
+
+Test(fault_injection, base_names_count_every_variant, .init = base_name_rule)
+{
+    start_device(0);
+    allocate_async_function allocate_ptsz =
+        (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
+    CUdeviceptr pointer;
+    EXPECT_OK(cuMemAllocAsync(&pointer, 1024, NULL));
+    EXPECT_RESULT(allocate_ptsz(&pointer, 1024, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+/* Which of `count` cuMemAlloc calls fail, as a bit mask. */
+static unsigned long long failure_pattern(int count)
+{
+    unsigned long long pattern = 0;
+    for (int i = 0; i < count; i++) {
+        CUdeviceptr pointer;
+        CUresult result = cuMemAlloc(&pointer, 512);
+        cr_assert(result == CUDA_SUCCESS || result == CUDA_ERROR_OUT_OF_MEMORY);
+        if (result == CUDA_SUCCESS)
+            cuMemFree(pointer);
+        else
+            pattern |= 1ULL << i;
+    }
+    return pattern;
+}
+
+static void seeded_rate(void)
+{
+    setenv("GPUSIM_FAIL", "rate:0.25:seed:42", 1);
+}
+
+Test(fault_injection, a_seeded_rate_is_reproducible, .init = seeded_rate)
+{
+    /* Two processes that start from the same seed fail the same calls. */
+    int pipe_ends[2];
+    cr_assert_eq(pipe(pipe_ends), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        start_device(0);
+        unsigned long long pattern = failure_pattern(64);
+        if (write(pipe_ends[1], &pattern, sizeof pattern) != sizeof pattern)
+            _exit(1);
+        _exit(0);
+    }
+    start_device(0);
+    unsigned long long pattern = failure_pattern(64);
+    unsigned long long child_pattern = 0;
+    cr_assert_eq(read(pipe_ends[0], &child_pattern, sizeof child_pattern), sizeof child_pattern);
+    waitpid(child, NULL, 0);
+    cr_assert_eq(child_pattern, pattern);
+    int failures = __builtin_popcountll(pattern);
+    cr_assert(failures >= 6 && failures <= 30, "%d of 64 failed at rate 0.25", failures);
+    cr_assert_eq(gpusim_call_count("cuMemFree_v2"), (unsigned long long)(64 - failures),
+                 "frees are not allocation calls and never fail");
+}
+
+static void other_seed(void)
+{
+    setenv("GPUSIM_FAIL", "rate:0.25:seed:43", 1);
+}
+
+Test(fault_injection, another_seed_gives_another_sequence, .init = other_seed)
+{
+    int pipe_ends[2];
+    cr_assert_eq(pipe(pipe_ends), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        setenv("GPUSIM_FAIL", "rate:0.25:seed:42", 1);
+        start_device(0);
+        unsigned long long pattern = failure_pattern(64);
+        if (write(pipe_ends[1], &pattern, sizeof pattern) != sizeof pattern)
+            _exit(1);
+        _exit(0);
+    }
+    start_device(0);
+    unsigned long long pattern = failure_pattern(64);
+    unsigned long long child_pattern = 0;
+    cr_assert_eq(read(pipe_ends[0], &child_pattern, sizeof child_pattern), sizeof child_pattern);
+    waitpid(child, NULL, 0);
+    cr_assert_neq(child_pattern, pattern);
+}

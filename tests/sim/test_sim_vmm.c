@@ -1,0 +1,204 @@
+/* The VMM API on the simulated driver: reservation, physical allocation,
+ * mapping, access, unmapping and release, with faults where a GPU would
+ * fault. */
+#include <string.h>
+
+#include "sim_test_support.h"
+
+#define PAGE ((size_t)2 << 20)
+
+static CUmemAllocationProp device_properties(int ordinal)
+{
+    CUmemAllocationProp properties;
+    memset(&properties, 0, sizeof properties);
+    properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    properties.location.id = ordinal;
+    return properties;
+}
+
+static void grant_access(CUdeviceptr address, size_t size)
+{
+    CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    EXPECT_OK(cuMemSetAccess(address, size, &access, 1));
+}
+
+static void small_device(void)
+{
+    setenv("GPUSIM_MEMORY", "16MiB", 1);
+}
+
+Test(vmm, granularity_is_two_mebibytes)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    size_t minimum, recommended;
+    EXPECT_OK(cuMemGetAllocationGranularity(&minimum, &properties, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    EXPECT_OK(cuMemGetAllocationGranularity(&recommended, &properties,
+                                            CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    cr_assert_eq(minimum, PAGE);
+    cr_assert_eq(recommended, PAGE);
+    properties.location.id = 7;
+    EXPECT_RESULT(cuMemGetAllocationGranularity(&minimum, &properties,
+                                                CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                  CUDA_ERROR_INVALID_DEVICE);
+}
+
+Test(vmm, create_rejects_sizes_that_are_not_whole_pages)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUmemGenericAllocationHandle handle;
+    EXPECT_RESULT(cuMemCreate(&handle, PAGE + 4096, &properties, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemCreate(&handle, 0, &properties, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemCreate(&handle, PAGE, &properties, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemCreate(&handle, PAGE, &properties, 0));
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_RESULT(cuMemRelease(handle), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(vmm, reserved_space_faults_until_mapped_and_accessible)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 4 * PAGE, 0, 0, 0));
+    cr_assert_eq(base % PAGE, 0);
+    cr_assert(faults_in_child(read_byte, (void *)base), "a bare reservation is not memory");
+    CUmemGenericAllocationHandle handle;
+    EXPECT_OK(cuMemCreate(&handle, 2 * PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base + PAGE, 2 * PAGE, 0, handle, 0));
+    cr_assert(faults_in_child(write_byte, (void *)(base + PAGE)), "mapped but no access yet");
+    EXPECT_RESULT(cuMemSetAccess(base, 2 * PAGE, &(CUmemAccessDesc){
+                                     .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                                     .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE}, 1),
+                  CUDA_ERROR_INVALID_VALUE);
+    grant_access(base + PAGE, 2 * PAGE);
+    memset((void *)(base + PAGE), 0x3C, 2 * PAGE);
+    cr_assert_not(faults_in_child(write_byte, (void *)(base + 3 * PAGE - 1)));
+    cr_assert(faults_in_child(write_byte, (void *)(base + 3 * PAGE)), "past the mapping");
+    unsigned long long flags;
+    CUmemLocation location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    EXPECT_OK(cuMemGetAccess(&flags, &location, base + PAGE));
+    cr_assert_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CUdeviceptr range_base;
+    size_t range_size;
+    EXPECT_OK(cuMemGetAddressRange(&range_base, &range_size, base + PAGE + 5));
+    cr_assert_eq(range_base, base + PAGE);
+    cr_assert_eq(range_size, 2 * PAGE);
+    EXPECT_OK(cuMemUnmap(base + PAGE, 2 * PAGE));
+    cr_assert(faults_in_child(read_byte, (void *)(base + PAGE)), "unmapped again");
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(base, 4 * PAGE));
+}
+
+Test(vmm, physical_memory_returns_only_when_released_and_unmapped, .init = small_device)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 8 * PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle first, second;
+    EXPECT_OK(cuMemCreate(&first, 6 * PAGE, &properties, 0));
+    EXPECT_RESULT(cuMemCreate(&second, 4 * PAGE, &properties, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    size_t free_bytes, total_bytes;
+    EXPECT_OK(cuMemGetInfo(&free_bytes, &total_bytes));
+    cr_assert_eq(free_bytes, 2 * PAGE);
+    EXPECT_OK(cuMemMap(base, 6 * PAGE, 0, first, 0));
+    grant_access(base, 6 * PAGE);
+    ((char *)base)[12345] = 7;
+    EXPECT_OK(cuMemRelease(first));
+    cr_assert_eq(gpusim_physical_bytes(0), 6 * PAGE, "still mapped: not returned yet");
+    cr_assert_eq(((char *)base)[12345], 7, "a released handle's mapping stays valid");
+    EXPECT_RESULT(cuMemAddressFree(base, 8 * PAGE), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemUnmap(base, 6 * PAGE));
+    cr_assert_eq(gpusim_physical_bytes(0), 0);
+    EXPECT_OK(cuMemCreate(&second, 8 * PAGE, &properties, 0));
+    EXPECT_OK(cuMemRelease(second));
+    EXPECT_OK(cuMemAddressFree(base, 8 * PAGE));
+}
+
+Test(vmm, unmap_must_cover_whole_mappings)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 4 * PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle a, b;
+    EXPECT_OK(cuMemCreate(&a, 2 * PAGE, &properties, 0));
+    EXPECT_OK(cuMemCreate(&b, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base, 2 * PAGE, 0, a, 0));
+    EXPECT_RESULT(cuMemMap(base + PAGE, PAGE, 0, b, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemMap(base + 2 * PAGE, PAGE, 0, b, 0));
+    EXPECT_RESULT(cuMemUnmap(base, PAGE), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemUnmap(base, 4 * PAGE), CUDA_ERROR_INVALID_VALUE);
+    grant_access(base, 3 * PAGE);
+    EXPECT_OK(cuMemUnmap(base, 3 * PAGE));
+    EXPECT_OK(cuMemRelease(a));
+    EXPECT_OK(cuMemRelease(b));
+    EXPECT_RESULT(cuMemMap(base, PAGE, 0, a, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemAddressFree(base, 4 * PAGE));
+}
+
+Test(vmm, mapping_arguments_are_checked)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 2 * PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle handle;
+    EXPECT_OK(cuMemCreate(&handle, PAGE, &properties, 0));
+    EXPECT_RESULT(cuMemMap(base + 4096, PAGE, 0, handle, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemMap(base, 2 * PAGE, 0, handle, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemMap(base, PAGE, PAGE, handle, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemMap(base + 2 * PAGE, PAGE, 0, handle, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemAddressFree(base, PAGE), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(base, 2 * PAGE));
+}
+
+Test(vmm, retain_allocation_handle_from_an_address)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle handle, retained;
+    EXPECT_OK(cuMemCreate(&handle, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base, PAGE, 0, handle, 0));
+    EXPECT_OK(cuMemRetainAllocationHandle(&retained, (void *)(base + 100)));
+    cr_assert_eq(retained, handle);
+    CUmemAllocationProp read_back;
+    EXPECT_OK(cuMemGetAllocationPropertiesFromHandle(&read_back, retained));
+    cr_assert_eq(read_back.location.id, 0);
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemUnmap(base, PAGE));
+    cr_assert_eq(gpusim_physical_bytes(0), PAGE, "the retained reference keeps it");
+    EXPECT_OK(cuMemRelease(retained));
+    cr_assert_eq(gpusim_physical_bytes(0), 0);
+    EXPECT_OK(cuMemAddressFree(base, PAGE));
+}
+
+Test(vmm, the_same_physical_memory_mapped_twice_is_shared)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr first, second;
+    EXPECT_OK(cuMemAddressReserve(&first, PAGE, 0, 0, 0));
+    EXPECT_OK(cuMemAddressReserve(&second, PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle handle;
+    EXPECT_OK(cuMemCreate(&handle, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(first, PAGE, 0, handle, 0));
+    EXPECT_OK(cuMemMap(second, PAGE, 0, handle, 0));
+    grant_access(first, PAGE);
+    grant_access(second, PAGE);
+    ((volatile char *)first)[77] = 42;
+    cr_assert_eq(((volatile char *)second)[77], 42);
+    cr_assert_eq(gpusim_physical_bytes(0), PAGE, "one physical allocation");
+    EXPECT_OK(cuMemUnmap(first, PAGE));
+    EXPECT_OK(cuMemUnmap(second, PAGE));
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(first, PAGE));
+    EXPECT_OK(cuMemAddressFree(second, PAGE));
+}
