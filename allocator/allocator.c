@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expandable_pool.h"
 #include "segment_source.h"
 #include "size_policy.h"
 
@@ -66,21 +67,12 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
 
 static bool block_is_split(const struct block *block)
 {
-    return block->prev != NULL || block->next != NULL;
-}
-
-static bool counts_as_inactive_split(const struct block *block)
-{
-    /* Expandable segments are one growing range, not splits: PyTorch keeps
-     * them out of the inactive-split statistics. */
-    return block->segment->kind == SEGMENT_PLAIN;
+    return expandable_pool_block_is_split(block);
 }
 
 static void change_inactive_split(struct gpucache_allocator *allocator, const struct block *block,
                                   int64_t blocks, int64_t bytes)
 {
-    if (!counts_as_inactive_split(block))
-        return;
     stat_array_change(allocator->stats.inactive_split, block->pool, blocks);
     stat_array_change(allocator->stats.inactive_split_bytes, block->pool, bytes);
 }

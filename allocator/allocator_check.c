@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "expandable_pool.h"
 #include "segment_source.h"
 
 struct recount {
@@ -181,8 +182,7 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
                             (unsigned long long)block->address, pool);
             if (!visit_block(allocator, block, recount, why, why_size))
                 return false;
-            if ((block->prev != NULL || block->next != NULL) &&
-                block->segment->kind == SEGMENT_PLAIN) {
+            if (expandable_pool_block_is_split(block)) {
                 recount->inactive_split[pool]++;
                 recount->inactive_split_bytes[pool] += (int64_t)block->size;
             }
@@ -198,6 +198,15 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
             return false;
         recount->blocks_by_state[BLOCK_RETAINED]++;
     }
+
+    struct segment *segment;
+    RB_FOREACH(segment, segment_tree, &allocator->segments)
+        for (struct block *block = expandable_pool_first_unmapped(segment); block != NULL;
+             block = expandable_pool_next_unmapped(block)) {
+            if (!visit_block(allocator, block, recount, why, why_size))
+                return false;
+            recount->blocks_by_state[BLOCK_UNMAPPED]++;
+        }
 
     size_t closed_epochs = 0;
     size_t closed_bytes[POOL_COUNT] = {0};
@@ -230,6 +239,13 @@ static bool check_segments(struct gpucache_allocator *allocator, struct recount 
                         (unsigned long long)segment->base);
         previous_end = segment->base + segment->size;
         segments++;
+        if (segment->kind == SEGMENT_EXPANDABLE) {
+            size_t mapped = 0;
+            if (!expandable_pool_check_segment(segment, &mapped, why, why_size))
+                return false;
+            recount->reserved_bytes[segment->pool] += (int64_t)mapped;
+            continue;
+        }
         recount->segment[segment->pool]++;
         recount->reserved_bytes[segment->pool] += (int64_t)segment->size;
         if (segment->size >= allocator->config->max_split_size)

@@ -154,6 +154,11 @@ struct gpucache_allocator {
     uint64_t allowed_memory_maximum; /* UINT64_MAX: no per-process fraction */
     bool gc_enabled;
 
+    /* Devices that enabled peer access to this one: expandable segments
+     * grant them access to every page they map (expandable_pool.c). */
+    int peers[GPUCACHE_ALLOCATOR_MAX_PEERS];
+    size_t peer_count;
+
     struct gpucache_stats stats;
 };
 

@@ -55,6 +55,10 @@ bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, siz
                                  size_t candidate)
 {
     uint64_t max_split = allocator->config->max_split_size;
+    /* Expandable blocks merge back across pages, so cutting a large one
+     * strands nothing; refusing it only made PyTorch grow without bound. */
+    if (allocator->config->expandable_segments)
+        return true;
     /* Oversize blocks are never cut up for normal requests ... */
     if (request < max_split && candidate >= max_split)
         return false;

@@ -69,6 +69,14 @@ void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool 
 void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
                                          gpucache_stream stream);
 
+/* Device `peer` enabled peer access to this allocator's device
+ * (cuCtxEnablePeerAccess): memory of expandable segments, which peer access
+ * does not cover by itself, is made accessible to it now and whenever pages
+ * are mapped later. Returns the driver's error, or INVALID_VALUE beyond
+ * GPUCACHE_ALLOCATOR_MAX_PEERS peers. */
+#define GPUCACHE_ALLOCATOR_MAX_PEERS 64
+gpucache_result gpucache_allocator_add_peer(struct gpucache_allocator *allocator, int peer);
+
 /* Returns every wholly free, ready segment (and free expandable page) to the
  * driver, as torch.cuda.empty_cache() does. */
 void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator);

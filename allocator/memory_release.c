@@ -1,5 +1,6 @@
 /* Giving cached memory back to the driver: garbage collection, freeing just
  * enough oversize blocks, and releasing every idle segment. */
+#include "expandable_pool.h"
 #include "segment_source.h"
 
 void garbage_collect_cached_blocks(struct gpucache_allocator *allocator)
@@ -44,6 +45,8 @@ void garbage_collect_cached_blocks(struct gpucache_allocator *allocator)
             candidates--;
         }
     }
+    if (reclaimed < target)
+        expandable_pool_garbage_collect(allocator, target - reclaimed);
 }
 
 bool release_available_cached_blocks(struct gpucache_allocator *allocator, enum pool_kind pool,
@@ -85,4 +88,5 @@ void release_cached_blocks(struct gpucache_allocator *allocator)
             if (segment_source_releasable(block))
                 segment_source_release(allocator, block);
     }
+    expandable_pool_release_free_pages(allocator);
 }

@@ -2,6 +2,7 @@
  * the driver's memory. */
 #include <stdlib.h>
 
+#include "expandable_pool.h"
 #include "segment_source.h"
 
 static int segment_tree_compare(const struct segment *a, const struct segment *b)
@@ -30,7 +31,8 @@ gpucache_result segment_source_acquire(struct gpucache_allocator *allocator,
                                        size_t rounded_size, size_t segment_size,
                                        struct block **out)
 {
-    (void)rounded_size; /* a plain segment is always segment_size bytes */
+    if (allocator->config->expandable_segments)
+        return expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
     struct segment *segment = calloc(1, sizeof *segment);
     struct block *block = block_store_take(allocator);
     if (segment == NULL || block == NULL) {
@@ -109,7 +111,9 @@ void segment_source_drop_all(struct gpucache_allocator *allocator, bool free_mem
     struct segment *segment;
     struct segment *next;
     RB_FOREACH_SAFE(segment, segment_tree, &allocator->segments, next) {
-        if (free_memory) {
+        if (segment->kind == SEGMENT_EXPANDABLE) {
+            expandable_pool_drop_segment(allocator, segment, free_memory);
+        } else if (free_memory) {
             gpucache_result result;
             DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
             (void)result; /* nothing more can be done for it at teardown */

@@ -28,6 +28,10 @@ struct fixture {
 static inline void fixture_defaults(struct fixture *f)
 {
     gpucache_config_defaults(&f->config);
+#ifdef GPUCACHE_TEST_EXPANDABLE_SEGMENTS
+    /* tests/vmm/ builds some of these suites again over expandable segments. */
+    f->config.expandable_segments = true;
+#endif
 }
 
 /* The configuration a PYTORCH_ALLOC_CONF-style string gives. */

@@ -1,0 +1,58 @@
+/* Expandable segments inside the allocator: with expandable_segments:True
+ * each (pool, stream) grows one vmm/ reservation instead of asking for new
+ * plain segments. Its free mapped blocks live in the pool's free tree like
+ * any other; its unmapped address ranges are blocks in state BLOCK_UNMAPPED,
+ * kept per segment, so blocks merge across page boundaries and growth
+ * extends the free tail. */
+#ifndef GPUCACHE_EXPANDABLE_POOL_H
+#define GPUCACHE_EXPANDABLE_POOL_H
+
+#include "allocator_internal.h"
+
+/* A free, mapped block of at least `rounded_size` bytes for (pool, stream):
+ * the lowest run of free and unmapped space in the stream's segments that
+ * fits, with the missing pages mapped, or a new segment when none fits. The
+ * block is in no tree and its new pages are counted as reserved. Returns
+ * OUT_OF_MEMORY when the pages cannot be mapped or the request is larger
+ * than a reservation (then one line naming expandable_segments_reserve is
+ * written to stderr, once per allocator). */
+gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
+                                        enum pool_kind pool, gpucache_stream stream,
+                                        size_t rounded_size, struct block **out);
+
+/* Unmaps the whole pages of every free block of every expandable segment,
+ * after the work of each segment's stream that may still touch them is done;
+ * a segment left with no mapped page gives its address range back. Returns
+ * the bytes of physical memory released. */
+size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator);
+
+/* Garbage collection's share of expandable memory: unmaps the whole pages
+ * of idle free large-pool blocks that end a mapped run, oldest first, until
+ * `target` bytes are unmapped or none is left. Free blocks between live
+ * blocks are left alone. Returns the bytes unmapped. */
+size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target);
+
+/* Forgets an expandable segment: with `free_memory` its pages and address
+ * range go back to the driver first. The segment struct itself is the
+ * caller's. */
+void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
+                                  struct segment *segment, bool free_memory);
+
+/* Whether a free block counts in the inactive_split statistics. A plain
+ * block does when it has a neighbour; in an expandable segment unmapped
+ * neighbours do not count (they are not memory), so the statistic still
+ * measures free bytes stranded between live blocks. */
+bool expandable_pool_block_is_split(const struct block *block);
+
+/* For gpucache_allocator_check: the unmapped blocks of a segment in
+ * address order (none for a plain segment). */
+struct block *expandable_pool_first_unmapped(const struct segment *segment);
+struct block *expandable_pool_next_unmapped(struct block *block);
+
+/* For gpucache_allocator_check: the segment's unmapped blocks are whole,
+ * unmapped, merged pages and everything else is mapped. On success
+ * *mapped_bytes is what the segment holds reserved. */
+bool expandable_pool_check_segment(const struct segment *segment, size_t *mapped_bytes,
+                                   char *why, size_t why_size);
+
+#endif

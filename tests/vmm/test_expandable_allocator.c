@@ -1,0 +1,561 @@
+/* Expandable segments through the allocator's public API, on the
+ * accounting driver: DESIGN.md §6 examples 2-5, unmapping, the OOM retry
+ * chain, the reservation limit, max_split_size and inactive-split stats. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "accounting_driver.h"
+#include "gpucache_allocator.h"
+#include "gpucache_config.h"
+
+#define MiB ((size_t)1 << 20)
+
+static struct accounting_driver *device;
+static struct gpucache_config config;
+static struct gpucache_allocator *allocator;
+
+static void prepare(void)
+{
+    device = accounting_driver_create((uint64_t)1 << 30, 2 * MiB);
+    cr_assert_not_null(device);
+    gpucache_config_defaults(&config);
+    config.expandable_segments = true;
+}
+
+/* After the test has adjusted `config`. */
+static void start(void)
+{
+    allocator = gpucache_allocator_create(&config, accounting_driver_interface(device), 0);
+    cr_assert_not_null(allocator);
+}
+
+static void expect_consistent(void)
+{
+    char why[256];
+    cr_expect(gpucache_allocator_check(allocator, why, sizeof why), "%s", why);
+}
+
+static void finish(void)
+{
+    if (allocator != NULL) {
+        expect_consistent();
+        gpucache_allocator_destroy(allocator);
+        allocator = NULL;
+    }
+    /* Physical pages count as used from creation to release. */
+    cr_expect_eq(accounting_driver_used_bytes(device), 0, "device memory or a handle leaked");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE),
+                 accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), "reservation leaked");
+    cr_expect_eq(accounting_driver_live_fences(device), 0);
+    accounting_driver_destroy(device);
+}
+
+TestSuite(vmm_allocator, .init = prepare, .fini = finish);
+
+static uint64_t allocate_on(size_t size, gpucache_stream stream)
+{
+    uint64_t address = 0;
+    cr_assert_eq(gpucache_allocator_malloc(allocator, size, stream, &address), GPUCACHE_SUCCESS,
+                 "allocating %zu bytes", size);
+    return address;
+}
+
+static uint64_t allocate(size_t size)
+{
+    return allocate_on(size, 0);
+}
+
+static void release(uint64_t address)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_SUCCESS);
+}
+
+/* A stream-ordered free on the block's own stream: reusable there at once. */
+static void release_now(uint64_t address)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 0),
+                 GPUCACHE_SUCCESS);
+}
+
+static struct gpucache_stats stats(void)
+{
+    struct gpucache_stats taken;
+    gpucache_allocator_get_stats(allocator, &taken);
+    return taken;
+}
+
+static int64_t reserved(void)
+{
+    return stats().reserved_bytes[GPUCACHE_STAT_ALL].current;
+}
+
+static unsigned long pages_created(void)
+{
+    return accounting_driver_calls(device, ACCOUNTING_PAGE_CREATE);
+}
+
+Test(vmm_allocator, example2_second_page_is_adjacent_and_free_space_merges)
+{
+    start();
+    uint64_t first = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 20 * MiB, "one 20 MiB page: [16 used | 4 free]");
+    uint64_t second = allocate(16 * MiB);
+    cr_expect_eq(second, first + 16 * MiB, "the second page is adjacent to the first");
+    cr_expect_eq(reserved(), 40 * MiB);
+    cr_expect_eq(pages_created(), 2);
+    /* The free 4 + 20 merged: [16 | 16 | 8 free] serves 8 MiB in place. */
+    uint64_t third = allocate(8 * MiB);
+    cr_expect_eq(third, second + 16 * MiB);
+    cr_expect_eq(reserved(), 40 * MiB);
+    cr_expect_eq(pages_created(), 2);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example3_larger_blocks_reuse_the_pages_of_smaller_ones)
+{
+    start();
+    uint64_t blocks[8];
+    for (int i = 0; i < 8; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 140 * MiB, "128 MiB in 7 pages of 20 MiB");
+    unsigned long created = pages_created();
+    for (int i = 0; i < 8; i++)
+        release(blocks[i]);
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(32 * MiB);
+    cr_expect_eq(pages_created(), created, "no new physical pages");
+    cr_expect_eq(reserved(), 140 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example4_growth_lands_at_the_end_of_the_segment)
+{
+    start();
+    uint64_t blocks[4];
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(reserved(), 80 * MiB);
+    release(blocks[0]);
+    release(blocks[2]);
+    uint64_t grown = allocate(32 * MiB);
+    cr_expect_eq(grown, blocks[3] + 16 * MiB, "after the last block, over the free tail");
+    cr_expect_eq(reserved(), 100 * MiB, "one new page at the end");
+    cr_expect_eq(pages_created(), 5);
+    expect_consistent();
+}
+
+Test(vmm_allocator, example5_growing_a_freed_block_keeps_its_pointer)
+{
+    start();
+    uint64_t first = allocate(40 * MiB);
+    release(first);
+    uint64_t second = allocate(60 * MiB);
+    cr_expect_eq(second, first, "same pointer");
+    cr_expect_eq(reserved(), 60 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, empty_cache_returns_pages_and_the_reservation)
+{
+    start();
+    uint64_t blocks[8];
+    for (int i = 0; i < 8; i++)
+        blocks[i] = allocate(16 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 140 * MiB);
+    for (int i = 0; i < 8; i++)
+        release(blocks[i]);
+    /* The program synchronizes, as before torch.cuda.empty_cache(). */
+    gpucache_allocator_synchronized(allocator, true, 0);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 0);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0, "the device got its memory back");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_RELEASE), 7);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), 1,
+                 "a segment with no page left gives its address range back");
+    expect_consistent();
+    allocate(16 * MiB);
+    cr_expect_eq(reserved(), 20 * MiB, "a fresh segment afterwards");
+}
+
+Test(vmm_allocator, only_wholly_free_pages_are_unmapped)
+{
+    start();
+    uint64_t blocks[5];
+    for (int i = 0; i < 5; i++)
+        blocks[i] = allocate(20 * MiB);
+    release_now(blocks[1]);
+    release_now(blocks[2]);
+    uint64_t partial = allocate(30 * MiB); /* pages 1 and half of 2 */
+    cr_expect_eq(partial, blocks[1]);
+    release_now(blocks[3]); /* [50, 60) of page 2 free, page 3 free */
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 80 * MiB, "only page 3 was wholly free");
+    cr_expect_eq(accounting_driver_used_bytes(device), 80 * MiB);
+    expect_consistent();
+    /* The hole is mapped again when a request needs it. */
+    uint64_t again = allocate(25 * MiB);
+    cr_expect_eq(again, blocks[1] + 30 * MiB, "the lowest run: the free half page and the hole");
+    cr_expect_eq(reserved(), 100 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, oom_retry_unmaps_free_pages_then_succeeds)
+{
+    accounting_driver_destroy(device);
+    device = accounting_driver_create(100 * MiB, 2 * MiB);
+    start();
+    uint64_t blocks[5];
+    for (int i = 0; i < 5; i++)
+        blocks[i] = allocate(20 * MiB);
+    release(blocks[1]);
+    release(blocks[3]);
+    /* No run of 40 MiB exists and the device is full: only unmapping the
+     * two free pages makes room for a new segment. */
+    uint64_t address = 0;
+    cr_assert_eq(gpucache_allocator_malloc(allocator, 40 * MiB, 0, &address), GPUCACHE_SUCCESS);
+    struct gpucache_stats taken = stats();
+    cr_expect_eq(taken.num_alloc_retries, 1);
+    cr_expect_eq(taken.num_ooms, 0);
+    cr_expect_eq(taken.reserved_bytes[GPUCACHE_STAT_ALL].current, 100 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 100 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, failed_map_in_the_middle_leaves_nothing_behind)
+{
+    start();
+    allocate(16 * MiB);
+    /* 100 MiB more needs pages 1-5: the third page_map fails, and so does
+     * the first of the retry after the cache was released. */
+    unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
+    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 3, 2,
+                                GPUCACHE_ERROR_OUT_OF_MEMORY);
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 4);
+    cr_expect_eq(stats().num_ooms, 1);
+    cr_expect_eq(reserved(), 20 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 20 * MiB, "no page of the failed map stays");
+    expect_consistent();
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS);
+    cr_expect_eq(reserved(), 120 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, streams_grow_their_own_segments)
+{
+    start();
+    uint64_t on_first = allocate_on(16 * MiB, 1);
+    uint64_t on_second = allocate_on(16 * MiB, 2);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 2);
+    cr_expect(on_second >= on_first + 20 * MiB || on_first >= on_second + 20 * MiB);
+    uint64_t more_first = allocate_on(4 * MiB, 1);
+    cr_expect_eq(more_first, on_first + 16 * MiB, "stream 1 grows in its own segment");
+    cr_expect_eq(reserved(), 40 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, request_larger_than_the_reservation_names_the_key,
+     .init = cr_redirect_stderr)
+{
+    config.expandable_segments_reserve =
+        (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_BYTES, .bytes = 100 * MiB};
+    start();
+    uint64_t address = 0;
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 200 * MiB, 0, &address),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    cr_expect_eq(stats().num_ooms, 1);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 0);
+    fflush(stderr);
+    char line[512] = "";
+    FILE *captured = cr_get_redirected_stderr();
+    cr_assert_not_null(fgets(line, sizeof line, captured));
+    cr_expect(strstr(line, "expandable_segments_reserve") != NULL, "%s", line);
+    cr_expect(strstr(line, "200.00 MiB") != NULL, "%s", line);
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS,
+                 "a request of the whole reservation fits");
+}
+
+Test(vmm_allocator, max_split_size_neither_asserts_nor_grows)
+{
+    config.max_split_size = 40 * MiB;
+    start();
+    uint64_t big = allocate(100 * MiB);
+    /* Keeps unmapped space away from the big block, so that only reusing
+     * it (not growing over it) can serve the small requests. */
+    uint64_t guard = allocate(20 * MiB);
+    cr_expect_eq(guard, big + 100 * MiB);
+    release(big);
+    for (int round = 0; round < 20; round++) {
+        uint64_t small[10];
+        for (int i = 0; i < 10; i++)
+            small[i] = allocate(10 * MiB);
+        cr_expect_eq(small[0], big, "the oversize free block is split for small requests");
+        for (int i = 0; i < 10; i++)
+            release(small[i]);
+        uint64_t again = allocate(100 * MiB);
+        cr_expect_eq(again, big, "and merges back whole");
+        release(again);
+        expect_consistent();
+    }
+    cr_expect_eq(reserved(), 120 * MiB, "no growth");
+    cr_expect_eq(stats().max_split_size, 40 * MiB);
+}
+
+Test(vmm_allocator, inactive_split_counts_free_bytes_between_live_blocks)
+{
+    start();
+    uint64_t blocks[4];
+    for (int i = 0; i < 4; i++)
+        blocks[i] = allocate(16 * MiB);
+    struct gpucache_stats taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 1, "the free tail");
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 16 * MiB);
+    release_now(blocks[1]);
+    taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 2);
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 32 * MiB);
+    expect_consistent();
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            release_now(blocks[i]);
+    taken = stats();
+    cr_expect_eq(taken.inactive_split[GPUCACHE_STAT_ALL].current, 0,
+                 "one free run between the segment start and unmapped space is not a split");
+    cr_expect_eq(taken.inactive_split_bytes[GPUCACHE_STAT_ALL].current, 0);
+    expect_consistent();
+}
+
+/* The accounting driver ignores peers: this wrapper records the last
+ * grant's peers, and how many fence waits preceded the first unmap, and
+ * forwards every call. */
+static struct gpucache_driver recording_driver;
+static const struct gpucache_driver *accounting_interface;
+static int granted_peers[8];
+static size_t granted_peer_count;
+static unsigned long grants;
+static unsigned long fence_waits_before_first_unmap = ULONG_MAX;
+
+static gpucache_result record_page_unmap(void *context, int device_number, uint64_t address,
+                                         size_t size)
+{
+    if (fence_waits_before_first_unmap == ULONG_MAX)
+        fence_waits_before_first_unmap = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    return accounting_interface->page_unmap(context, device_number, address, size);
+}
+
+static gpucache_result record_set_access(void *context, int device, uint64_t address,
+                                         size_t size, const int *peers, size_t peer_count)
+{
+    grants++;
+    granted_peer_count = peer_count < 8 ? peer_count : 8;
+    for (size_t i = 0; i < granted_peer_count; i++)
+        granted_peers[i] = peers[i];
+    return accounting_interface->set_access(context, device, address, size, peers, peer_count);
+}
+
+static void start_recording(void)
+{
+    accounting_interface = accounting_driver_interface(device);
+    recording_driver = *accounting_interface;
+    recording_driver.set_access = record_set_access;
+    recording_driver.page_unmap = record_page_unmap;
+    allocator = gpucache_allocator_create(&config, &recording_driver, 0);
+    cr_assert_not_null(allocator);
+}
+
+Test(vmm_allocator, peers_get_access_to_mapped_and_future_pages)
+{
+    start_recording();
+    allocate_on(16 * MiB, 1);
+    allocate_on(16 * MiB, 2);
+    unsigned long before = grants;
+    cr_assert_eq(gpucache_allocator_add_peer(allocator, 3), GPUCACHE_SUCCESS);
+    cr_expect_eq(grants - before, 2, "one grant per segment's mapped run");
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 3);
+    before = grants;
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 3), GPUCACHE_SUCCESS);
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 0), GPUCACHE_SUCCESS);
+    cr_expect_eq(grants, before, "a known peer and the own device change nothing");
+    allocate_on(30 * MiB, 1); /* maps a second page of stream 1's segment */
+    cr_expect_eq(grants - before, 1);
+    cr_expect_eq(granted_peer_count, 1, "new pages are granted to the peer too");
+    cr_expect_eq(granted_peers[0], 3);
+    allocate_on(16 * MiB, 4); /* a segment created after the peer was added */
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 3);
+}
+
+Test(vmm_allocator, a_refused_peer_grant_is_not_recorded)
+{
+    start_recording();
+    allocate(16 * MiB);
+    accounting_driver_fail_call(device, ACCOUNTING_SET_ACCESS, 1, 1, GPUCACHE_ERROR_INVALID_VALUE);
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 2), GPUCACHE_ERROR_INVALID_VALUE);
+    allocate(30 * MiB);
+    cr_expect_eq(granted_peer_count, 0, "the peer was not recorded");
+    cr_expect_eq(gpucache_allocator_add_peer(allocator, 2), GPUCACHE_SUCCESS);
+    allocate(30 * MiB);
+    cr_expect_eq(granted_peer_count, 1);
+    cr_expect_eq(granted_peers[0], 2);
+}
+
+Test(vmm_allocator, expandable_memory_cannot_be_pinned_for_ipc)
+{
+    start();
+    uint64_t address = allocate(16 * MiB);
+    cr_expect_eq(gpucache_allocator_pin_segment(allocator, address), GPUCACHE_ERROR_INVALID_VALUE,
+                 "no real driver allocation to export");
+}
+
+static uint64_t all_driver_calls(void)
+{
+    uint64_t total = 0;
+    for (int operation = 0; operation < ACCOUNTING_OPERATION_COUNT; operation++)
+        total += accounting_driver_calls(device, (enum accounting_operation)operation);
+    return total;
+}
+
+Test(vmm_allocator, abandon_makes_no_driver_call)
+{
+    start();
+    allocate_on(16 * MiB, 1);
+    allocate_on(100 * MiB, 2);
+    uint64_t calls = all_driver_calls();
+    gpucache_allocator_abandon(allocator);
+    allocator = NULL;
+    cr_expect_eq(all_driver_calls(), calls, "the context that owned the pages is gone");
+    /* The driver still accounts what the lost context held: start the
+     * leak checks of the fixture on a fresh device. */
+    accounting_driver_destroy(device);
+    device = accounting_driver_create((uint64_t)1 << 30, 2 * MiB);
+}
+
+Test(vmm_allocator, pages_are_unmapped_only_after_their_stream_is_done)
+{
+    start_recording();
+    accounting_driver_hold_fences(device, true);
+    uint64_t address = allocate_on(40 * MiB, 1);
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 1),
+                 GPUCACHE_SUCCESS);
+    unsigned long waits = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0);
+    cr_expect_gt(fence_waits_before_first_unmap, waits,
+                 "work of stream 1 may still touch the block: wait before unmapping");
+}
+
+Test(vmm_allocator, no_wait_when_the_stream_is_known_done)
+{
+    start();
+    accounting_driver_hold_fences(device, true);
+    uint64_t address = allocate_on(40 * MiB, 1);
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, 1),
+                 GPUCACHE_SUCCESS);
+    gpucache_allocator_synchronized(allocator, false, 1); /* cuStreamSynchronize(1) */
+    unsigned long waits = accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(accounting_driver_used_bytes(device), 0);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_FENCE_WAIT), waits);
+}
+
+Test(vmm_allocator, a_new_segment_only_when_no_run_fits)
+{
+    config.expandable_segments_reserve =
+        (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_BYTES, .bytes = 100 * MiB};
+    start();
+    uint64_t blocks[3];
+    for (int i = 0; i < 3; i++)
+        blocks[i] = allocate(20 * MiB);
+    release_now(blocks[1]);
+    gpucache_allocator_empty_cache(allocator); /* a one-page hole in the middle */
+    cr_expect_eq(allocate(20 * MiB), blocks[1], "the hole fits: mapped again in place");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 1);
+    allocate(40 * MiB); /* the unmapped tail of 40 MiB fits */
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 1);
+    allocate(20 * MiB); /* nothing left in the 100 MiB reservation */
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 2);
+    expect_consistent();
+}
+
+/* A 921 MiB cap, collection above 276 MiB. */
+static void start_with_garbage_collection(void)
+{
+    config.per_process_memory_fraction = 0.9;
+    config.garbage_collection_threshold = 0.3;
+    start();
+}
+
+Test(vmm_allocator, garbage_collection_unmaps_idle_free_tails)
+{
+    start_with_garbage_collection();
+    uint64_t live = allocate_on(20 * MiB, 1);
+    uint64_t big = allocate_on(300 * MiB, 1);
+    release(big);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    cr_expect_eq(reserved(), 320 * MiB);
+    /* A miss (too large for the free 300 MiB) runs the collection: the idle
+     * block ending stream 1's mapped space goes back; the live page stays. */
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(reserved(), 20 * MiB + 320 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 340 * MiB);
+    cr_expect_eq(stats().num_alloc_retries, 0, "collected before growing, not by the retry");
+    expect_consistent();
+    cr_expect_eq(allocate_on(20 * MiB, 1), live + 20 * MiB, "stream 1 grows back in place");
+}
+
+Test(vmm_allocator, garbage_collection_leaves_free_blocks_between_live_ones)
+{
+    start_with_garbage_collection();
+    allocate_on(20 * MiB, 1);
+    uint64_t middle = allocate_on(300 * MiB, 1);
+    allocate_on(20 * MiB, 1);
+    release(middle);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    allocate_on(320 * MiB, 2);
+    cr_expect_eq(reserved(), 340 * MiB + 320 * MiB, "a hole between live blocks stays mapped");
+    expect_consistent();
+}
+
+static void release_on(uint64_t address, gpucache_stream stream)
+{
+    cr_assert_eq(gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, stream),
+                 GPUCACHE_SUCCESS);
+}
+
+Test(vmm_allocator, growth_keeps_in_flight_memory_away_from_other_streams)
+{
+    start();
+    accounting_driver_hold_fences(device, true);
+    uint64_t first = allocate_on(20 * MiB, 1);
+    uint64_t hole = allocate_on(20 * MiB, 1);
+    uint64_t busy = allocate_on(20 * MiB, 1);
+    allocate_on(20 * MiB, 1);
+    /* Page 0 goes to stream 2 once stream 1 is done with it. */
+    release_on(first, 1);
+    gpucache_allocator_synchronized(allocator, false, 1);
+    cr_assert_eq(allocate_on(20 * MiB, 2), first);
+    /* Page 1 becomes an unmapped hole. */
+    release_on(hole, 1);
+    gpucache_allocator_synchronized(allocator, false, 1);
+    gpucache_allocator_empty_cache(allocator);
+    /* [page 0: free, stream 2, done][hole][page 2: free, stream 1 still
+     * running][page 3: live] */
+    release_on(first, 2);
+    gpucache_allocator_synchronized(allocator, false, 2);
+    release_on(busy, 1);
+    /* Stream 1 grows over all three; what is left of page 2 must stay
+     * stream 1's until its work is done. */
+    cr_assert_eq(allocate_on(50 * MiB, 1), first);
+    uint64_t other = allocate_on(10 * MiB, 2);
+    cr_expect(other + 10 * MiB <= busy || other >= busy + 20 * MiB,
+              "stream 2 got 0x%llx, inside memory stream 1 may still use",
+              (unsigned long long)other);
+    expect_consistent();
+}
