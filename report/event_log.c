@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "gpucache_events.h"
 
@@ -47,21 +45,6 @@ static const char *const action_names[GPUCACHE_EVENT_ACTION_COUNT] = {
 const char *gpucache_event_action_name(enum gpucache_event_action action)
 {
     return (unsigned)action < GPUCACHE_EVENT_ACTION_COUNT ? action_names[action] : "?";
-}
-
-uint64_t gpucache_event_now(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
-uint32_t gpucache_event_thread_id(void)
-{
-    static _Thread_local uint32_t cached;
-    if (cached == 0)
-        cached = (uint32_t)gettid();
-    return cached;
 }
 
 struct gpucache_event_log *gpucache_event_log_create(size_t max_events)
@@ -135,6 +118,11 @@ void gpucache_event_log_append(struct gpucache_event_log *log, const struct gpuc
         log->dropped++;
     }
     pthread_mutex_unlock(&log->lock);
+}
+
+void gpucache_event_log_observe(void *log, const struct gpucache_event *event)
+{
+    gpucache_event_log_append(log, event);
 }
 
 void gpucache_event_log_record(struct gpucache_event_log *log, enum gpucache_event_action action,

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 
 enum gpucache_event_action {
     GPUCACHE_EVENT_ALLOC = 0,       /* address: block, size: requested bytes */
@@ -40,11 +42,26 @@ struct gpucache_event {
 /* PyTorch's name of an action ("alloc", "segment_map", ...); "?" when out of range. */
 const char *gpucache_event_action_name(enum gpucache_event_action action);
 
-/* The current time in the events' clock. */
-uint64_t gpucache_event_now(void);
+/* The current time in the events' clock. Inline, as the allocator stamps
+ * events with it without linking the report library. */
+static inline uint64_t gpucache_event_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
 
 /* The calling thread's kernel thread id, cached per thread. */
-uint32_t gpucache_event_thread_id(void);
+static inline uint32_t gpucache_event_thread_id(void)
+{
+    static _Thread_local uint32_t cached;
+    if (cached == 0)
+        cached = (uint32_t)gettid();
+    return cached;
+}
+
+/* Receives events as they happen (the allocator's observer). */
+typedef void gpucache_event_observer(void *context, const struct gpucache_event *event);
 
 struct gpucache_event_log;
 
@@ -59,6 +76,11 @@ void gpucache_event_log_destroy(struct gpucache_event_log *log);
 /* Appends one event. Never fails the caller: when a new chunk cannot be
  * allocated the event is counted as dropped. Thread-safe. */
 void gpucache_event_log_append(struct gpucache_event_log *log, const struct gpucache_event *event);
+
+/* gpucache_event_log_append as a gpucache_event_observer: `log` is the
+ * context (gpucache_allocator_set_observer(allocator,
+ * gpucache_event_log_observe, log) records an allocator's events). */
+void gpucache_event_log_observe(void *log, const struct gpucache_event *event);
 
 /* Stamps time and thread, then appends. */
 void gpucache_event_log_record(struct gpucache_event_log *log, enum gpucache_event_action action,

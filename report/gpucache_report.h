@@ -173,6 +173,28 @@ const struct gpucache_snapshot *gpucache_snapshot_builder_finish(
 /* Frees the builder's arrays (not the traces it was given). */
 void gpucache_snapshot_builder_free(struct gpucache_snapshot_builder *builder);
 
+/* How a snapshot file is encoded. */
+enum gpucache_snapshot_encoding { GPUCACHE_SNAPSHOT_JSON, GPUCACHE_SNAPSHOT_PICKLE };
+
+/* Pickle for paths ending in .pickle, .pkl or .pt (what PyTorch users name
+ * _dump_snapshot's files), JSON otherwise. */
+enum gpucache_snapshot_encoding gpucache_snapshot_encoding_for_path(const char *path);
+
+/* What a snapshot of live allocators is taken from. */
+struct gpucache_snapshot_source {
+    struct gpucache_allocator *const *allocators; /* index = device; NULL: none */
+    size_t device_count;
+    struct gpucache_event_log *log; /* the allocators' observer; NULL: empty traces */
+    const struct gpucache_config *config;
+    const char *settings_text;
+};
+
+/* Takes each allocator's segments and its device's events at one moment
+ * (under the allocator's lock, so they agree) and writes the snapshot.
+ * Returns false when host memory ran out or a write failed. */
+bool gpucache_snapshot_write_allocators(int fd, enum gpucache_snapshot_encoding encoding,
+                                        const struct gpucache_snapshot_source *source);
+
 /* ---- SVG ------------------------------------------------------------------- */
 
 /* One point of a memory curve. */

@@ -353,6 +353,92 @@ def case_report_files(tool, work, **_):
         fail('report to stderr')
 
 
+def allocator_snapshot(tool, checker, work, mode, conf, capacity_mib):
+    """Runs allocator_snapshots and checks both encodings with the checker."""
+    name = f'{mode}-{len(os.listdir(work))}'
+    json_path, pickle_path, stats_path = (f'{work}/{name}.json', f'{work}/{name}.pickle',
+                                          f'{work}/{name}-stats.json')
+    run([tool, mode, conf, str(capacity_mib), json_path, pickle_path, stats_path])
+    result = run([sys.executable, checker, '--strict-opcodes', json_path, pickle_path])
+    print(result.stdout, end='')
+    snapshot = json.load(open(json_path))
+    stats = json.load(open(stats_path))
+    return snapshot, stats, json_path, pickle_path
+
+
+def actions(snapshot):
+    return [entry['action'] for trace in snapshot['device_traces'] for entry in trace]
+
+
+def case_allocator_mixed(tool, checker, work, **_):
+    snapshot, stats, _, _ = allocator_snapshot(tool, checker, work, 'mixed', '', 4096)
+    states = {b['state'] for s in snapshot['segments'] for b in s['blocks']}
+    if states != {'active_allocated', 'active_pending_free', 'inactive'}:
+        fail(f'the mixed run should end with every block state, has {states}')
+    seen = set(actions(snapshot))
+    for action in ('alloc', 'free_requested', 'free_completed', 'segment_alloc', 'segment_free'):
+        if action not in seen:
+            fail(f'no {action} event in {sorted(seen)}')
+    reserved = sum(s['total_size'] for s in snapshot['segments'])
+    if reserved != stats['reserved_bytes.all.current']:
+        fail(f'segments hold {reserved}, stats say {stats["reserved_bytes.all.current"]}')
+    allocated = sum(s['allocated_size'] for s in snapshot['segments'])
+    if allocated != stats['allocated_bytes.all.current']:
+        fail(f'blocks hold {allocated}, stats say {stats["allocated_bytes.all.current"]}')
+
+
+def case_allocator_expandable(tool, checker, work, **_):
+    snapshot, stats, _, _ = allocator_snapshot(tool, checker, work, 'mixed',
+                                               'expandable_segments:True', 4096)
+    if not snapshot['segments'] or not all(s['is_expandable'] for s in snapshot['segments']):
+        fail('expandable run without expandable segments')
+    seen = set(actions(snapshot))
+    if not {'segment_map', 'segment_unmap'} <= seen or 'segment_alloc' in seen:
+        fail(f'expandable run actions {sorted(seen)}')
+    reserved = sum(s['total_size'] for s in snapshot['segments'])
+    if reserved != stats['reserved_bytes.all.current']:
+        fail(f'mapped ranges hold {reserved}, stats say {stats["reserved_bytes.all.current"]}')
+
+
+def check_oom(tool, checker, work, conf):
+    snapshot, stats, _, _ = allocator_snapshot(tool, checker, work, 'oom', conf, 256)
+    trace = snapshot['device_traces'][0]
+    if trace[-1]['action'] != 'oom' or stats['num_ooms'] != 1:
+        fail(f'the snapshot at OOM ends with {trace[-1]}, num_ooms {stats["num_ooms"]}')
+    if trace[-1]['device_free'] > 256 << 20:
+        fail(f'device_free {trace[-1]["device_free"]}')
+
+
+def case_allocator_oom(tool, checker, work, **_):
+    check_oom(tool, checker, work, '')
+
+
+def case_allocator_oom_expandable(tool, checker, work, **_):
+    check_oom(tool, checker, work, 'expandable_segments:True')
+
+
+def case_allocator_abandon(tool, checker, work, **_):
+    for conf in ('', 'expandable_segments:True'):
+        allocator_snapshot(tool, checker, work, 'abandon', conf, 65536)
+
+
+def case_allocator_round_trip(tool, checker, work, gpucache, **_):
+    for conf in ('', 'expandable_segments:True', 'max_split_size_mb:20,roundup_power2_divisions:4'):
+        _, stats, json_path, pickle_path = allocator_snapshot(tool, checker, work, 'sameStream',
+                                                              conf, 4096)
+        for path in (json_path, pickle_path):
+            result = run([gpucache, 'replay', '--json', '--device-memory', '4GiB', '--conf', conf,
+                          path])
+            replayed = json.loads(result.stdout)['configurations'][0]
+            for key in ('allocated_bytes.all.peak', 'reserved_bytes.all.peak',
+                        'requested_bytes.all.peak', 'num_device_alloc', 'num_device_free'):
+                if replayed['stats'][key] != stats[key]:
+                    fail(f'{conf or "default"} {path}: replay {key} {replayed["stats"][key]}, '
+                         f'recorded {stats[key]}')
+            if not replayed['completed']:
+                fail(f'replay of {path} did not complete')
+
+
 def main():
     case, tool, checker, gpucache, shared = sys.argv[1:6]
     with tempfile.TemporaryDirectory() as work:
