@@ -82,6 +82,12 @@ bool gpucache_report_write_json(int fd, const struct gpucache_report *report);
  * event with the time as a delta from the previous event. */
 bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, size_t count);
 
+/* Reads a compact trace back (NUL-terminated `text`). Returns a new array
+ * (caller frees; NULL with *count 0 when empty), or NULL with `error` (at
+ * least 128 bytes) holding "line N: <problem>" when the text is not one. */
+struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *count, char *error,
+                                                   size_t error_size);
+
 /* RMM's replay log: "Thread,Time,Action,Pointer,Size,Stream", one row per
  * allocation ("allocate"), free request ("free") and OOM ("allocate failure"). */
 bool gpucache_trace_write_rmm_csv(int fd, const struct gpucache_event *events, size_t count);

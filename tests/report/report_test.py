@@ -273,6 +273,22 @@ def case_traces(tool, work, gpucache, **_):
         fail(f'compact times {times}')
     if rows[2][3:] != ['7f0000000200', '700', '5555aaaa0000', '4242'] or rows[5][3] != '3039':
         fail(f'compact fields {rows[2]} {rows[5]}')
+    # The reader gives the same events back, and refuses what is not a trace.
+    events = run([tool, 'read-trace', compact]).stdout.splitlines()
+    first_time = 1700006400 * 10 ** 9 - 5000 + 1500
+    expected = [f'segment_alloc 0 0x7f0000000000 {2 << 20} 0x0 4242 {first_time}',
+                f'alloc 0 0x7f0000000200 700 0x5555aaaa0000 4242 {first_time + 3000}',
+                f'oom 0 0x3039 {1 << 30} 0x0 4242 {first_time + 7500}']
+    if [events[0], events[2], events[5]] != expected or len(events) != 7:
+        fail(f'read back {events}')
+    for name, text, problem in [('not-trace', 'hello\n', 'line 1: not a gpucache trace'),
+                                ('bad-line', lines[0] + '\n0 zz 0 0 0 0 0\n', 'line 2: expected'),
+                                ('short', lines[0] + '\n' + lines[1] + '\n', 'the header says 7')]:
+        path = f'{work}/{name}.txt'
+        open(path, 'w').write(text)
+        result = run([tool, 'read-trace', path], expect=1)
+        if problem not in result.stdout:
+            fail(f'{name}: {result.stdout!r}')
     csv_lines = open(csv).read().splitlines()
     if csv_lines[0] != 'Thread,Time,Action,Pointer,Size,Stream':
         fail(f'CSV header {csv_lines[0]!r}')

@@ -207,6 +207,34 @@ static int write_traces(int argc, char **argv)
     return written ? 0 : 1;
 }
 
+/* Reads a compact trace and prints one event per line, or the error. */
+static int read_trace(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    FILE *file = fopen(argv[2], "r");
+    if (!file)
+        return 2;
+    static char text[1 << 20];
+    size_t length = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[length] = '\0';
+    char error[256] = "";
+    size_t count;
+    struct gpucache_event *events = gpucache_trace_read_compact(text, &count, error, sizeof error);
+    if (error[0]) {
+        printf("error: %s\n", error);
+        return 1;
+    }
+    for (size_t index = 0; index < count; index++)
+        printf("%s %d 0x%llx %llu 0x%llx %u %llu\n", gpucache_event_action_name(events[index].action),
+               events[index].device, (unsigned long long)events[index].address,
+               (unsigned long long)events[index].size, (unsigned long long)events[index].stream,
+               events[index].thread, (unsigned long long)events[index].time_ns);
+    free(events);
+    return 0;
+}
+
 static int write_svg(int argc, char **argv)
 {
     if (argc < 4)
@@ -291,6 +319,8 @@ int main(int argc, char **argv)
         return write_snapshot(argc, argv);
     if (strcmp(argv[1], "trace") == 0)
         return write_traces(argc, argv);
+    if (strcmp(argv[1], "read-trace") == 0)
+        return read_trace(argc, argv);
     if (strcmp(argv[1], "svg") == 0)
         return write_svg(argc, argv);
     if (strcmp(argv[1], "report") == 0)
