@@ -222,10 +222,11 @@ bool program_run(const struct program_request *request, struct program_result *r
         snprintf(why, why_size, "the configuration string is too long");
         return false;
     }
+    /* After what is preloaded already: a sanitizer runtime must stay first. */
     char preload[PATH_MAX * 2];
     const char *existing = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof preload, "%s%s%s", request->library, existing && *existing ? ":" : "",
-             existing && *existing ? existing : "");
+    snprintf(preload, sizeof preload, "%s%s%s", existing && *existing ? existing : "",
+             existing && *existing ? ":" : "", request->library);
     /* The child tells a failed exec through this pipe (closed on success). */
     int status_pipe[2];
     if (pipe2(status_pipe, O_CLOEXEC) != 0) {

@@ -1,0 +1,108 @@
+/* A CUDA program for `gpucache ab` and `gpucache run` tests, run on the
+ * simulated device: `ab_program churn` allocates and frees buffers of mixed
+ * sizes with cudaMalloc/cudaFree and on a stream with cudaMallocAsync;
+ * `ab_program ordered` does the same on one stream only (every free
+ * stream-ordered on the allocating stream); `ab_program crash` dies of
+ * SIGSEGV after an allocation; `ab_program exit3` exits with status 3;
+ * `ab_program oom` allocates until the device is full, then frees everything;
+ * `ab_program signal` sends itself SIGUSR1 between allocations. */
+#include <cuda_runtime_api.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK(call)                                                                   \
+    do {                                                                              \
+        cudaError_t check_result = (call);                                            \
+        if (check_result != cudaSuccess) {                                            \
+            fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorName(check_result)); \
+            return 1;                                                                 \
+        }                                                                             \
+    } while (0)
+
+static unsigned next_random(unsigned *state)
+{
+    *state = *state * 1103515245u + 12345u;
+    return *state >> 8;
+}
+
+static int churn(bool one_stream)
+{
+    cudaStream_t stream;
+    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    unsigned state = 4242;
+    void *buffers[24] = {0};
+    for (int round = 0; round < 40; round++) {
+        for (int index = 0; index < 24; index++) {
+            if (buffers[index] && next_random(&state) % 2) {
+                if (one_stream || index % 3 == 0)
+                    CHECK(cudaFreeAsync(buffers[index], stream));
+                else
+                    CHECK(cudaFree(buffers[index]));
+                buffers[index] = NULL;
+            }
+            if (!buffers[index]) {
+                size_t size = (size_t)512 << (next_random(&state) % 16); /* 512 B .. 16 MiB */
+                size += next_random(&state) % size;
+                if (one_stream || index % 3 == 0)
+                    CHECK(cudaMallocAsync(&buffers[index], size, stream));
+                else
+                    CHECK(cudaMalloc(&buffers[index], size));
+            }
+        }
+    }
+    for (int index = 0; index < 24; index++) {
+        if (one_stream || index % 3 == 0)
+            CHECK(cudaFreeAsync(buffers[index], stream));
+        else
+            CHECK(cudaFree(buffers[index]));
+    }
+    CHECK(cudaStreamSynchronize(stream));
+    CHECK(cudaStreamDestroy(stream));
+    return 0;
+}
+
+static int fill_device(void)
+{
+    void *buffers[4096];
+    int count = 0;
+    while (count < 4096 && cudaMalloc(&buffers[count], (size_t)24 << 20) == cudaSuccess)
+        count++;
+    (void)cudaGetLastError();
+    printf("allocated %d buffers of 24 MiB\n", count);
+    for (int index = 0; index < count; index++)
+        CHECK(cudaFree(buffers[index]));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "churn";
+    if (strcmp(mode, "churn") == 0)
+        return churn(false);
+    if (strcmp(mode, "ordered") == 0)
+        return churn(true);
+    if (strcmp(mode, "oom") == 0)
+        return fill_device();
+    void *buffer = NULL;
+    CHECK(cudaMalloc(&buffer, 1 << 20));
+    if (strcmp(mode, "crash") == 0) {
+        fprintf(stderr, "ab_program: about to crash\n");
+        fflush(stderr);
+        raise(SIGSEGV);
+    }
+    if (strcmp(mode, "exit3") == 0)
+        return 3;
+    if (strcmp(mode, "signal") == 0) {
+        /* The snapshot is written at the next allocation call after the signal. */
+        raise(SIGUSR1);
+        void *second = NULL;
+        CHECK(cudaMalloc(&second, 3 << 20));
+        CHECK(cudaFree(second));
+        CHECK(cudaFree(buffer));
+        return 0;
+    }
+    fprintf(stderr, "ab_program: unknown mode %s\n", mode);
+    return 2;
+}
