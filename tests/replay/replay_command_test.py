@@ -107,6 +107,10 @@ def case_example_1(tool, workdir, _traces):
           f"8 x 16 then 4 x 32: peak reserved {stat(grows, 'reserved_bytes.all.peak')}, "
           "expected 256 MiB (reserved grows from 128 to 256)")
     check(stat(grows, "num_device_alloc") == 12, "expected 8 + 4 segments")
+    final = sorted((segment["total_size"], [b["state"] for b in segment["blocks"]])
+                   for segment in grows["segments"])
+    check(final == [(16 * MiB, ["inactive"])] * 8 + [(32 * MiB, ["active_allocated"])] * 4,
+          f"final segments {final}")
     check(abs(grows["utilisation"] - 0.5) < 1e-9 and abs(grows["fragmentation"] - 0.5) < 1e-9,
           "utilisation and fragmentation should both be 0.5")
     stays = replay_json(tool, large_first)["configurations"][0]
@@ -186,6 +190,11 @@ def case_oom(tool, workdir, _traces):
     check("completed           no, at event 6" in lines, table.stdout)
     check("default: out of memory at event 6 (line 8): 16777216 bytes (16.00 MiB) on stream 0x0, "
           "with 96.00 MiB allocated and 96.00 MiB reserved" in lines, table.stdout)
+    check("         then 6 segments, 0 B free in the cache, the largest free block 0 B" in lines,
+          table.stdout)
+    check(len(result["segments"]) == 6 and all(
+        [b["state"] for b in segment["blocks"]] == ["active_allocated"]
+        for segment in result["segments"]), "the state at the OOM: six full 16 MiB segments")
     # With room for the 8 blocks, the 32 MiB requests succeed after the
     # retry releases the cached 16 MiB segments.
     result = replay_json(tool, path, "--device-memory", "200MiB")["configurations"][0]
@@ -220,6 +229,11 @@ def case_min_device(tool, workdir, _traces):
     check(report["configurations"][0]["smallest_device_memory"] == 52 * MiB,
           f"smallest device {report['configurations'][0]['smallest_device_memory']}, "
           "expected 20 + 32 MiB")
+    check(report["configurations"][0]["largest_free_block"] == 18 * MiB,
+          "the pinned segment keeps 18 MiB free")
+    lines = run(tool, "--device-memory", "34MiB", path).stdout.splitlines()
+    check("         then 1 segment, 18.00 MiB free in the cache, the largest free block "
+          "18.00 MiB" in lines, "\n".join(lines))
 
 
 def case_streams(tool, workdir, _traces):
@@ -300,12 +314,83 @@ def case_progress(tool, workdir, _traces):
             os.close(follower)
         os.close(leader)
     check(result.returncode == 0, f"exit {result.returncode}")
-    check(b"\r\x1b[Kgpucache replay: configuration 1/2 (default): 100%" in shown,
-          f"no progress for the first configuration: {shown!r}")
-    check(b"configuration 2/2 (max_split_size_mb:64): 100%" in shown, f"{shown!r}")
+    check(b"\r\x1b[Kgpucache replay: default 100% | max_split_size_mb:64 100%" in shown,
+          f"no progress line for both configurations: {shown!r}")
     check(shown.endswith(b"\r\x1b[K"), f"progress line not erased: {shown!r}")
     check(result.stdout.startswith(b"trace   ") and b"\x1b" not in result.stdout,
           "stdout must hold the table only")
+
+
+def case_svg(tool, workdir, _traces):
+    """--svg draws each configuration's reserved and allocated curves; the
+    image is well-formed XML and its curves follow the replay."""
+    import xml.etree.ElementTree as ElementTree
+    namespace = "{http://www.w3.org/2000/svg}"
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    image = os.path.join(workdir, "curves.svg")
+    result = run(tool, "--svg", image, "--conf", "", "--conf", "max_split_size_mb:40", path)
+    check(result.returncode == 0, f"exit {result.returncode}: {result.stderr}")
+    root = ElementTree.parse(image).getroot()
+    check(root.tag == namespace + "svg", f"root element {root.tag}")
+    curves = {}
+    for polyline in root.iter(namespace + "polyline"):
+        title = polyline.find(namespace + "title").text
+        heights = [float(point.split(",")[1]) for point in polyline.get("points").split()]
+        curves[title] = heights
+    check(sorted(curves) == ["default: allocated, peak 128.00 MiB",
+                             "default: reserved, peak 256.00 MiB",
+                             "max_split_size_mb:40: allocated, peak 128.00 MiB",
+                             "max_split_size_mb:40: reserved, peak 256.00 MiB"],
+          f"curves: {sorted(curves)}")
+    reserved = curves["default: reserved, peak 256.00 MiB"]
+    allocated = curves["default: allocated, peak 128.00 MiB"]
+    # Smaller y is higher: reserved ends at its peak, above allocated's peak,
+    # and allocated falls back to the axis when everything is freed.
+    check(reserved[-1] == min(reserved) < min(allocated), "reserved must end at its peak")
+    check(max(allocated) > allocated[len(allocated) // 2 - 1], "allocated must fall to 0")
+    check(not list(root.iter(namespace + "path")), "no failure mark when all completed")
+    result = run(tool, "--svg", image, "--device-memory", "100MiB", path)
+    marks = [mark.find(namespace + "title").text
+             for mark in ElementTree.parse(image).getroot().iter(namespace + "path")]
+    check(marks == ["default: stopped at event 6"], f"failure marks {marks}")
+    unwritable = os.path.join(workdir, "absent", "curves.svg")
+    expect_error(tool, path, f"gpucache replay: --svg: cannot write '{unwritable}': No such file "
+                 "or directory", "--svg", unwritable)
+
+
+def random_trace(path, events, seed):
+    """RMM's random_allocations pattern on two streams, sizes up to 8 MiB."""
+    import random
+    generator = random.Random(seed)
+    trace, live, next_pointer = CsvTrace(), [], 0x7F0000000000
+    for _ in range(events):
+        if live and (generator.random() > 0.73 or len(live) >= 200):
+            pointer, size, stream = live.pop(generator.randrange(len(live)))
+            trace.free(pointer, size, stream)
+        else:
+            size, stream = generator.randint(1, 8 * MiB), generator.choice((0, 0x55D0C0A0))
+            trace.allocate(next_pointer, size, stream)
+            live.append((next_pointer, size, stream))
+            next_pointer += (size + 0xFFFFF) & ~0xFFFFF
+    return trace.write(path)
+
+
+def case_parallel(tool, workdir, _traces):
+    """Configurations replayed side by side on several threads give exactly
+    what each gives alone."""
+    path = random_trace(os.path.join(workdir, "random.csv"), 5000, 7)
+    confs = ["", "max_split_size_mb:40", "roundup_power2_divisions:4",
+             "garbage_collection_threshold:0.5"]
+    arguments = ["--min-device", "--device-memory", "2GiB"]
+    together = replay_json(tool, path, *arguments,
+                           *[word for conf in confs for word in ("--conf", conf)])
+    for index, conf in enumerate(confs):
+        alone = replay_json(tool, path, *arguments, "--conf", conf)["configurations"][0]
+        both = together["configurations"][index]
+        for result in (alone, both):
+            del result["replay_seconds"]
+            del result["stats"]["gpucache.driver_nanoseconds"]
+        check(alone == both, f"{conf or 'default'}: results differ when run beside others")
 
 
 def snapshot_scenario(free_completed=True, device=0):
@@ -502,6 +587,18 @@ def case_shared_traces(tool, _workdir, traces):
               f"reserved {total}")
         check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
               f"{name}: rounded peak below requested peak")
+        sizes = sorted(s["total_size"] for s in segments)
+        check(sorted(s["total_size"] for s in default["segments"]) == sizes,
+              f"{name}: segment sizes differ from PyTorch's")
+        if report["inferred_allocations"] == 0:
+            # Nothing had to be guessed: every block of every segment must be
+            # where PyTorch's allocator put it.
+            def layout(segment_list):
+                return sorted((s["total_size"], s["segment_type"],
+                               [(b["size"], b["state"]) for b in s["blocks"]])
+                              for s in segment_list)
+            check(layout(default["segments"]) == layout(segments),
+                  f"{name}: final blocks differ from PyTorch's")
         print(f"{name}: {report['events']} events, peak allocated "
               f"{stat(default, 'allocated_bytes.all.peak')}, peak reserved {total}")
     return 0
@@ -517,6 +614,8 @@ CASES = {
     "streams": case_streams,
     "options": case_options,
     "progress": case_progress,
+    "parallel": case_parallel,
+    "svg": case_svg,
     "snapshot": case_snapshot,
     "snapshot-errors": case_snapshot_errors,
     "pickle-refusal": case_pickle_refusal,

@@ -199,3 +199,11 @@ Test(pickle_reader, rejects_malformed_structure)
     EXPECT_ERROR("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.",
                  "byte 2: LONG1 holds an integer wider than 64 bits (not a memory snapshot value)");
 }
+
+Test(pickle_reader, builds_empty_containers_from_a_mark_on_an_empty_stack)
+{
+    /* Found by fuzzing: DICT right after the first MARK, nothing pushed yet. */
+    READ_OK("\x80\x05(d.");
+    cr_assert_eq(document.root->kind, DATA_DICT);
+    cr_assert_eq(document.root->sequence.count, 0);
+}

@@ -15,16 +15,17 @@ void address_map_destroy(struct address_map *map)
     address_map_init(map);
 }
 
-/* Device addresses are aligned to at least 512 bytes, so their low bits carry
- * nothing; a multiplicative hash spreads the high bits over the table. */
-static size_t slot_of(uint64_t key, size_t capacity)
+/* Fibonacci hashing: the top bits of the product depend on every bit of the
+ * key, so addresses with many low zero bits (every device address) still
+ * spread over the whole table. */
+static size_t slot_of(const struct address_map *map, uint64_t key)
 {
-    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & (capacity - 1);
+    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> map->shift);
 }
 
 static bool insert_unchecked(struct address_map *map, uint64_t key, uint32_t value)
 {
-    size_t slot = slot_of(key, map->capacity);
+    size_t slot = slot_of(map, key);
     while (map->used[slot]) {
         if (map->keys[slot] == key) {
             map->values[slot] = value;
@@ -42,11 +43,13 @@ static bool insert_unchecked(struct address_map *map, uint64_t key, uint32_t val
 static bool grow(struct address_map *map)
 {
     size_t capacity = map->capacity ? map->capacity * 2 : 1024;
+    unsigned shift = map->capacity ? map->shift - 1 : 64 - 10;
     struct address_map bigger = {
         .keys = malloc(capacity * sizeof *bigger.keys),
         .values = malloc(capacity * sizeof *bigger.values),
         .used = calloc(capacity, sizeof *bigger.used),
         .capacity = capacity,
+        .shift = shift,
     };
     if (!bigger.keys || !bigger.values || !bigger.used) {
         address_map_destroy(&bigger);
@@ -73,7 +76,7 @@ bool address_map_get(const struct address_map *map, uint64_t key, uint32_t *valu
 {
     if (map->capacity == 0)
         return false;
-    size_t slot = slot_of(key, map->capacity);
+    size_t slot = slot_of(map, key);
     while (map->used[slot]) {
         if (map->keys[slot] == key) {
             *value = map->values[slot];

@@ -13,6 +13,7 @@ struct address_map {
     uint32_t *values;
     bool *used;
     size_t capacity; /* a power of two, or 0 before the first insertion */
+    unsigned shift;  /* 64 - log2(capacity): keeps the hash's top bits */
     size_t count;
 };
 

@@ -1,5 +1,6 @@
 #include "command_replay.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -7,12 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "column_runner.h"
 #include "gpucache_config.h"
 #include "replay_report.h"
 #include "replay_run.h"
+#include "replay_svg.h"
 #include "snapshot_reader.h"
 #include "trace_loader.h"
 
@@ -21,7 +23,7 @@
 
 static const char usage[] =
     "usage: gpucache replay [--conf STRING]... [--device-memory SIZE] [--json] [--min-device]\n"
-    "                       [--device N] TRACE\n"
+    "                       [--svg FILE] [--device N] TRACE\n"
     "\n"
     "Replays an allocation trace through the caching allocator on a simulated device,\n"
     "once per configuration, with no GPU, and prints the results side by side.\n"
@@ -37,6 +39,8 @@ static const char usage[] =
     "  --json                print the results as JSON, with PyTorch's stat names\n"
     "  --min-device          also search, per configuration, the smallest device (to\n"
     "                        2 MiB) on which the trace completes\n"
+    "  --svg FILE            also draw reserved and allocated bytes over the trace, per\n"
+    "                        configuration, as an SVG image\n"
     "  --device N            the device of a multi-GPU snapshot to replay (default: the\n"
     "                        first with trace entries)\n"
     "  -h, --help            print this help\n"
@@ -50,6 +54,7 @@ struct options {
     uint64_t device_memory;
     bool json;
     bool min_device;
+    const char *svg_path;
     int device;
     const char *trace_path;
 };
@@ -99,13 +104,10 @@ static bool parse_device(const char *text, int *device)
 static int parse_options(int argc, char **argv, struct options *options)
 {
     static const struct option long_options[] = {
-        {"conf", required_argument, NULL, 'c'},
-        {"device-memory", required_argument, NULL, 'm'},
-        {"json", no_argument, NULL, 'j'},
-        {"min-device", no_argument, NULL, 's'},
-        {"device", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+        {"conf", required_argument, NULL, 'c'},   {"device-memory", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},         {"min-device", no_argument, NULL, 's'},
+        {"device", required_argument, NULL, 'd'}, {"svg", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},         {0},
     };
     *options =
         (struct options){.device_memory = DEFAULT_DEVICE_MEMORY, .device = SNAPSHOT_ANY_DEVICE};
@@ -132,6 +134,9 @@ static int parse_options(int argc, char **argv, struct options *options)
         case 's':
             options->min_device = true;
             break;
+        case 'g':
+            options->svg_path = optarg;
+            break;
         case 'd':
             if (!parse_device(optarg, &options->device))
                 return usage_error("--device: '%s' is not a device number (expected 0, 1, ...)",
@@ -144,7 +149,7 @@ static int parse_options(int argc, char **argv, struct options *options)
             return usage_error("%s needs a value", argv[optind - 1]);
         default:
             return usage_error("unknown option '%s' (expected --conf, --device-memory, --json, "
-                               "--min-device, --device or --help)",
+                               "--min-device, --svg, --device or --help)",
                                argv[optind - 1]);
         }
     }
@@ -154,28 +159,6 @@ static int parse_options(int argc, char **argv, struct options *options)
         return usage_error("more than one TRACE given ('%s' is the second)", argv[optind + 1]);
     options->trace_path = argv[optind];
     return -1;
-}
-
-/* Progress on a terminal only: a line rewritten at most ten times a second. */
-struct progress_line {
-    const char *label;
-    size_t column;
-    size_t column_count;
-    double last_shown;
-};
-
-static void show_progress(void *context, size_t done, size_t total)
-{
-    struct progress_line *line = context;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double seconds = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-    if (done < total && seconds - line->last_shown < 0.1)
-        return;
-    line->last_shown = seconds;
-    fprintf(stderr, "\r\033[Kgpucache replay: configuration %zu/%zu (%s): %3.0f%%",
-            line->column + 1, line->column_count, line->label,
-            total ? 100.0 * (double)done / (double)total : 100.0);
 }
 
 /* Why the replay cannot run `config`, or NULL: both of these bypass the
@@ -213,38 +196,6 @@ static int parse_configurations(const struct options *options, struct gpucache_c
     return 0;
 }
 
-static int run_columns(const struct options *options, const struct replay_trace *trace,
-                       const struct gpucache_config *configs, struct replay_column *columns,
-                       size_t count)
-{
-    bool terminal = isatty(STDERR_FILENO);
-    for (size_t index = 0; index < count; index++) {
-        struct progress_line line = {.label = columns[index].label,
-                                     .column = index,
-                                     .column_count = count,
-                                     .last_shown = -1};
-        struct replay_progress progress = {.report = show_progress, .context = &line};
-        const struct replay_progress *shown = terminal ? &progress : NULL;
-        if (!replay_run(trace, &configs[index], options->device_memory, shown,
-                        &columns[index].outcome))
-            goto out_of_memory;
-        if (options->min_device) {
-            columns[index].searched = true;
-            if (!replay_find_smallest_device(trace, &configs[index], options->device_memory, shown,
-                                             &columns[index].smallest_device))
-                goto out_of_memory;
-        }
-    }
-    if (terminal)
-        fputs("\r\033[K", stderr);
-    return 0;
-out_of_memory:
-    if (terminal)
-        fputs("\r\033[K", stderr);
-    fprintf(stderr, "gpucache replay: out of host memory for the simulated allocator\n");
-    return 1;
-}
-
 int command_replay(int argc, char **argv)
 {
     struct options options;
@@ -257,6 +208,7 @@ int command_replay(int argc, char **argv)
     struct gpucache_config *configs = calloc(count, sizeof *configs);
     struct replay_column *columns = calloc(count, sizeof *columns);
     struct replay_trace trace = {0};
+    FILE *svg = NULL;
     if (!configs || !columns) {
         status = usage_error("%s", "out of host memory");
         goto done;
@@ -265,15 +217,30 @@ int command_replay(int argc, char **argv)
     if (status != 0)
         goto done;
 
+    /* Opened before the replay so a bad path fails at once. */
+    if (options.svg_path && !(svg = fopen(options.svg_path, "w"))) {
+        fprintf(stderr, "gpucache replay: --svg: cannot write '%s': %s\n", options.svg_path,
+                strerror(errno));
+        status = EXIT_USAGE;
+        goto done;
+    }
     struct replay_error error;
     if (!trace_load(options.trace_path, options.device, &trace, &error)) {
         fprintf(stderr, "gpucache replay: %s: %s\n", options.trace_path, error.message);
         status = EXIT_USAGE;
         goto done;
     }
-    status = run_columns(&options, &trace, configs, columns, count);
-    if (status != 0)
+    struct column_run_options run_options = {
+        .device_memory = options.device_memory,
+        .min_device = options.min_device,
+        .timelines = options.svg_path != NULL,
+        .progress = isatty(STDERR_FILENO),
+    };
+    if (!run_columns(&trace, configs, columns, count, &run_options)) {
+        fprintf(stderr, "gpucache replay: out of host memory for the simulated allocators\n");
+        status = 1;
         goto done;
+    }
     struct replay_report report = {
         .trace_path = options.trace_path,
         .trace = &trace,
@@ -289,7 +256,23 @@ int command_replay(int argc, char **argv)
         perror("gpucache replay: writing the results");
         status = 1;
     }
+    if (svg) {
+        replay_write_svg(svg, &report);
+        if (fclose(svg) != 0) {
+            fprintf(stderr, "gpucache replay: --svg: writing '%s': %s\n", options.svg_path,
+                    strerror(errno));
+            status = 1;
+        }
+        svg = NULL;
+    }
 done:
+    if (svg)
+        fclose(svg);
+    for (size_t index = 0; columns && index < count; index++) {
+        free(columns[index].timeline.allocated);
+        free(columns[index].timeline.reserved);
+        replay_final_state_release(&columns[index].outcome.final_state);
+    }
     replay_trace_destroy(&trace);
     free(columns);
     free(configs);

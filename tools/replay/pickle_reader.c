@@ -212,11 +212,12 @@ static bool push_float(struct reader *reader)
     return push(reader, value);
 }
 
-/* Appends `count` values to a container's items. */
-static bool append_items(struct reader *reader, struct data_value *container,
-                         struct data_value *const *items, size_t count)
+/* Appends the `count` stack values from `height` up to a container's items. */
+static bool append_items(struct reader *reader, struct data_value *container, size_t height,
+                         size_t count)
 {
-    if (!data_append(container, items, count))
+    /* The stack may not exist yet when nothing is appended. */
+    if (count > 0 && !data_append(container, reader->stack + height, count))
         return fail(reader, "ran out of host memory");
     return true;
 }
@@ -230,7 +231,7 @@ static bool build_from_stack(struct reader *reader, enum data_kind kind, size_t 
     struct data_value *container = data_new(reader->document, kind);
     if (!container)
         return fail(reader, "ran out of host memory");
-    if (!append_items(reader, container, reader->stack + height, count))
+    if (!append_items(reader, container, height, count))
         return false;
     reader->stack_count = height;
     return push(reader, container);
@@ -265,7 +266,7 @@ static bool add_to_container(struct reader *reader, enum data_kind kind, size_t 
     size_t count = reader->stack_count - height;
     if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
-    if (!append_items(reader, container, reader->stack + height, count))
+    if (!append_items(reader, container, height, count))
         return false;
     reader->stack_count = height;
     return true;

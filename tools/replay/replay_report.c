@@ -190,6 +190,18 @@ static void print_failure(FILE *out, const struct replay_report *report,
                                 allocated, sizeof allocated),
             replay_format_bytes((uint64_t)outcome->stats.reserved_bytes[GPUCACHE_STAT_ALL].current,
                                 reserved, sizeof reserved));
+    const struct replay_final_state *state = &outcome->final_state;
+    uint64_t cached = 0;
+    for (size_t index = 0; index < state->block_count; index++)
+        if (state->blocks[index].state == GPUCACHE_BLOCK_INACTIVE)
+            cached += state->blocks[index].size;
+    char cached_text[CELL_SIZE], largest[CELL_SIZE];
+    fprintf(
+        out, "%*s  then %zu %s, %s free in the cache, the largest free block %s\n",
+        (int)strlen(column->label), "", state->segment_count,
+        plural(state->segment_count, "segment", "segments"),
+        replay_format_bytes(cached, cached_text, sizeof cached_text),
+        replay_format_bytes(replay_final_state_largest_free_block(state), largest, sizeof largest));
 }
 
 void replay_print_table(FILE *out, const struct replay_report *report)
@@ -275,6 +287,46 @@ static void print_json_stats(FILE *out, const struct gpucache_stats *stats)
     }
 }
 
+static const char *block_state_name(enum gpucache_block_state state)
+{
+    switch (state) {
+    case GPUCACHE_BLOCK_ACTIVE_ALLOCATED:
+        return "active_allocated";
+    case GPUCACHE_BLOCK_ACTIVE_PENDING_FREE:
+        return "active_pending_free";
+    default:
+        return "inactive";
+    }
+}
+
+/* The allocator's segments when the replay ended, with the field names of a
+ * memory snapshot's `segments` (frames and pool ids left out). */
+static void print_json_segments(FILE *out, const struct replay_final_state *state)
+{
+    fputs("[", out);
+    for (size_t index = 0; index < state->segment_count; index++) {
+        const struct gpucache_segment_info *segment = &state->segments[index];
+        fprintf(out,
+                "%s\n      {\"address\": %" PRIu64
+                ", \"total_size\": %zu, \"allocated_size\": %zu, "
+                "\"active_size\": %zu, \"requested_size\": %zu, \"stream\": %" PRIu64
+                ", \"segment_type\": \"%s\", \"is_expandable\": %s, \"blocks\": [",
+                index ? "," : "", segment->address, segment->total_size, segment->allocated_size,
+                segment->active_size, segment->requested_size, (uint64_t)segment->stream,
+                segment->small_pool ? "small" : "large", segment->expandable ? "true" : "false");
+        for (size_t block = 0; block < segment->block_count; block++) {
+            const struct gpucache_block_info *info = &segment->blocks[block];
+            fprintf(out,
+                    "%s{\"address\": %" PRIu64 ", \"size\": %zu, \"requested_size\": %zu, "
+                    "\"state\": \"%s\"}",
+                    block ? ", " : "", info->address, info->size, info->requested_size,
+                    block_state_name(info->state));
+        }
+        fputs("]}", out);
+    }
+    fputs(state->segment_count ? "\n     ]" : "]", out);
+}
+
 static void print_json_column(FILE *out, const struct replay_report *report,
                               const struct replay_column *column)
 {
@@ -307,6 +359,9 @@ static void print_json_column(FILE *out, const struct replay_report *report,
         fprintf(out, "     \"smallest_device_memory\": %" PRIu64 ",\n", column->smallest_device);
     fprintf(out, "     \"replay_seconds\": %.6f,\n     \"stats\": ", outcome->seconds);
     print_json_stats(out, &outcome->stats);
+    fprintf(out, ",\n     \"largest_free_block\": %" PRIu64 ",\n     \"segments\": ",
+            replay_final_state_largest_free_block(&outcome->final_state));
+    print_json_segments(out, &outcome->final_state);
     fputc('}', out);
 }
 

@@ -15,8 +15,9 @@ struct replay_column {
     const char *label;         /* the --conf string, or "default" */
     const char *configuration; /* the --conf string, or "" for the defaults */
     struct replay_outcome outcome;
-    bool searched;            /* --min-device ran */
-    uint64_t smallest_device; /* its answer; 0 when nothing up to 1 PiB fits */
+    bool searched;                   /* --min-device ran */
+    uint64_t smallest_device;        /* its answer; 0 when nothing up to 1 PiB fits */
+    struct replay_timeline timeline; /* filled only for --svg */
 };
 
 struct replay_report {

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "accounting_driver.h"
+#include "final_state.h"
 #include "gpucache_allocator.h"
 
 /* Progress is reported this often; a power of two keeps the check cheap. */
@@ -19,11 +20,28 @@ static double now_seconds(void)
     return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 }
 
-/* The loop itself: one array lookup per free, nothing else on the side, so
- * the figure measured is the allocator's cost. */
+/* Records the state after event `index` in its slice of the timeline. */
+static void sample(struct replay_timeline *timeline, struct gpucache_allocator *allocator,
+                   size_t index, size_t event_count)
+{
+    struct gpucache_stats stats;
+    gpucache_allocator_get_stats(allocator, &stats);
+    size_t bucket = (size_t)((double)index * (double)timeline->bucket_count / (double)event_count);
+    uint64_t allocated = (uint64_t)stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
+    uint64_t reserved = (uint64_t)stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    if (allocated > timeline->allocated[bucket])
+        timeline->allocated[bucket] = allocated;
+    if (reserved > timeline->reserved[bucket])
+        timeline->reserved[bucket] = reserved;
+    timeline->buckets_reached = bucket + 1;
+}
+
+/* The loop itself: one array lookup per free, nothing else on the side
+ * unless a timeline is asked for, so the figure measured is the allocator's
+ * cost. */
 static void replay_events(const struct replay_trace *trace, struct gpucache_allocator *allocator,
                           uint64_t *address_of_slot, const struct replay_progress *progress,
-                          struct replay_outcome *outcome)
+                          struct replay_timeline *timeline, struct replay_outcome *outcome)
 {
     const struct replay_event *events = trace->events;
     const uint64_t *streams = trace->streams;
@@ -42,6 +60,8 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
             result =
                 gpucache_allocator_free(allocator, *address, GPUCACHE_FREE_STREAM_ORDERED, stream);
         }
+        if (timeline)
+            sample(timeline, allocator, index, trace->event_count);
         if (result != GPUCACHE_SUCCESS) {
             outcome->failed_event = index;
             outcome->failed_result = result;
@@ -54,9 +74,11 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
 }
 
 bool replay_run(const struct replay_trace *trace, const struct gpucache_config *config,
-                uint64_t capacity, const struct replay_progress *progress,
+                uint64_t capacity, const struct replay_observers *observers,
                 struct replay_outcome *outcome)
 {
+    static const struct replay_observers none = {0};
+    observers = observers ? observers : &none;
     *outcome = (struct replay_outcome){0};
     uint64_t *address_of_slot =
         calloc(trace->slot_count ? trace->slot_count : 1, sizeof *address_of_slot);
@@ -69,23 +91,27 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
             accounting_driver_destroy(driver);
         return false;
     }
+    const struct replay_progress *progress = observers->progress;
     double start = now_seconds();
-    replay_events(trace, allocator, address_of_slot, progress, outcome);
+    replay_events(trace, allocator, address_of_slot, progress, observers->timeline, outcome);
     outcome->seconds = now_seconds() - start;
     if (progress)
         progress->report(progress->context, trace->event_count, trace->event_count);
     gpucache_allocator_get_stats(allocator, &outcome->stats);
+    bool captured =
+        !observers->final_state || replay_final_state_capture(allocator, &outcome->final_state);
     gpucache_allocator_destroy(allocator);
     accounting_driver_destroy(driver);
     free(address_of_slot);
-    return true;
+    return captured;
 }
 
 static bool completes_on(const struct replay_trace *trace, const struct gpucache_config *config,
                          uint64_t capacity, const struct replay_progress *progress, bool *completed)
 {
     struct replay_outcome outcome;
-    if (!replay_run(trace, config, capacity, progress, &outcome))
+    struct replay_observers observers = {.progress = progress};
+    if (!replay_run(trace, config, capacity, &observers, &outcome))
         return false;
     *completed = outcome.completed;
     return true;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "final_state.h"
 #include "gpucache_stats.h"
 #include "replay_trace.h"
 
@@ -25,19 +26,37 @@ struct replay_progress {
     void *context;
 };
 
+/* Allocated and reserved bytes over the replay, for drawing them: the
+ * largest value of each within `bucket_count` equal slices of the events. */
+struct replay_timeline {
+    size_t bucket_count; /* set by the caller, with the two arrays it sizes */
+    uint64_t *allocated;
+    uint64_t *reserved;
+    size_t buckets_reached; /* slices the replay entered before it ended */
+};
+
+/* What a replay records besides its outcome; every member may be NULL/false. */
+struct replay_observers {
+    const struct replay_progress *progress;
+    struct replay_timeline *timeline;
+    bool final_state; /* copy the segments into replay_outcome.final_state */
+};
+
 struct replay_outcome {
-    bool completed;              /* every event replayed without running out of memory */
-    size_t failed_event;         /* index in trace.events of the request that failed */
-    int failed_result;           /* the allocator's result for it (GPUCACHE_ERROR_*) */
-    struct gpucache_stats stats; /* at the end, or just after the failure */
-    double seconds;              /* wall time of the replay loop alone */
+    bool completed;                        /* every event replayed without running out of memory */
+    size_t failed_event;                   /* index in trace.events of the request that failed */
+    int failed_result;                     /* the allocator's result for it (GPUCACHE_ERROR_*) */
+    struct gpucache_stats stats;           /* at the end, or just after the failure */
+    double seconds;                        /* wall time of the replay loop alone */
+    struct replay_final_state final_state; /* when observed; release it */
 };
 
 /* Replays `trace` with `config` on a device of `capacity` bytes. Stops at the
  * first request the allocator cannot serve, which is a result, not an error.
- * Returns false only when the allocator itself cannot be created. */
+ * `observers` may be NULL. Returns false only when host memory runs out for
+ * the allocator or the final state. */
 bool replay_run(const struct replay_trace *trace, const struct gpucache_config *config,
-                uint64_t capacity, const struct replay_progress *progress,
+                uint64_t capacity, const struct replay_observers *observers,
                 struct replay_outcome *outcome);
 
 /* Searches the smallest capacity, a multiple of REPLAY_DEVICE_GRANULARITY, on

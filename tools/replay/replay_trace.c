@@ -102,6 +102,11 @@ static bool out_of_memory(struct replay_error *error)
 static bool intern(struct address_map *index_of, uint64_t **table, size_t *count, size_t *capacity,
                    uint64_t value, uint32_t *index)
 {
+    /* Most traces use one stream and a few threads: try the newest first. */
+    if (*count > 0 && (*table)[*count - 1] == value) {
+        *index = (uint32_t)(*count - 1);
+        return true;
+    }
     if (address_map_get(index_of, value, index))
         return true;
     if (!growable_array_reserve((void **)table, capacity, *count + 1, sizeof **table))

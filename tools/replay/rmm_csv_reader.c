@@ -41,9 +41,9 @@ static bool parse_unsigned(struct field field, unsigned base, uint64_t *value)
             digit = (unsigned)(c - 'A' + 10);
         else
             return false;
-        if (result > (UINT64_MAX - digit) / base)
+        if (__builtin_mul_overflow(result, base, &result) ||
+            __builtin_add_overflow(result, digit, &result))
             return false;
-        result = result * base + digit;
     }
     *value = result;
     return true;
