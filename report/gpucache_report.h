@@ -30,6 +30,12 @@ int gpucache_report_open(const char *pattern, long pid, bool stderr_allowed, con
 /* Closes what gpucache_report_open returned (never closes stderr). */
 void gpucache_report_close(int fd);
 
+/* `path` with `tag` inserted before its extension ("snap.json", "-2" gives
+ * "snap-2.json"; a name without extension gets the tag at the end), for
+ * the several files one report setting names. Returns false when `out` is
+ * too small. */
+bool gpucache_report_tagged_path(const char *path, const char *tag, char *out, size_t size);
+
 /* ---- Statistics report (JSON) ------------------------------------------ */
 
 /* Why a call went to the driver untouched. */

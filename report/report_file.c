@@ -46,6 +46,16 @@ int gpucache_report_open(const char *pattern, long pid, bool stderr_allowed, con
     return fd;
 }
 
+bool gpucache_report_tagged_path(const char *path, const char *tag, char *out, size_t size)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || dot == path || (slash && dot <= slash + 1))
+        dot = path + strlen(path);
+    int length = snprintf(out, size, "%.*s%s%s", (int)(dot - path), path, tag, dot);
+    return length >= 0 && (size_t)length < size;
+}
+
 void gpucache_report_close(int fd)
 {
     if (fd > STDERR_FILENO)

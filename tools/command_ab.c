@@ -317,20 +317,6 @@ static bool copy_to_new_file(const char *from, const char *to)
     return ok;
 }
 
-/* FILE, or FILE-N.ext with several configurations. */
-static void numbered_path(const char *path, size_t number, bool several, char *out, size_t size)
-{
-    if (!several) {
-        snprintf(out, size, "%s", path);
-        return;
-    }
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash))
-        dot = path + strlen(path);
-    snprintf(out, size, "%.*s-%zu%s", (int)(dot - path), path, number, dot);
-}
-
 static void show_progress(bool terminal, size_t done, size_t total, const char *label)
 {
     if (!terminal)
@@ -483,8 +469,12 @@ int command_ab(int argc, char **argv)
                 if (program_succeeded(&columns[index].runs[run]) &&
                     columns[index].runs[run].snapshot[0])
                     last = &columns[index].runs[run];
-            char path[PATH_MAX + 64];
-            numbered_path(options.snapshot_path, number, cached_columns > 1, path, sizeof path);
+            char path[PATH_MAX + 64], tag[32];
+            snprintf(tag, sizeof tag, "-%zu", number);
+            if (cached_columns > 1)
+                gpucache_report_tagged_path(options.snapshot_path, tag, path, sizeof path);
+            else
+                snprintf(path, sizeof path, "%s", options.snapshot_path);
             if (!last) {
                 fprintf(stderr, "gpucache ab: no snapshot for %s: no run succeeded with one\n",
                         columns[index].label);

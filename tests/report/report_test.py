@@ -455,6 +455,40 @@ def case_allocator_round_trip(tool, checker, work, gpucache, **_):
                 fail(f'replay of {path} did not complete')
 
 
+def case_replay_snapshot(tool, checker, work, gpucache, shared, **_):
+    """gpucache replay --snapshot: the replayed allocator's final state and
+    events, per configuration, consistent, and replaying to the same peaks."""
+    _, _, recorded, _ = allocator_snapshot(tool, checker, work, 'sameStream', '', 4096)
+    out = f'{work}/replayed.pickle'
+    first = json.loads(run([gpucache, 'replay', '--json', '--conf', '', '--conf',
+                            'expandable_segments:True', '--snapshot', out, recorded]).stdout)
+    written = [f'{work}/replayed-1.pickle', f'{work}/replayed-2.pickle']
+    run([sys.executable, checker, '--strict-opcodes'] + written)
+    for index, path in enumerate(written):
+        configuration = first['configurations'][index]['configuration']
+        again = json.loads(run([gpucache, 'replay', '--json', '--conf', configuration,
+                                path]).stdout)['configurations'][0]['stats']
+        for key in ('allocated_bytes.all.peak', 'reserved_bytes.all.peak'):
+            if again[key] != first['configurations'][index]['stats'][key]:
+                fail(f'{path}: {key} {again[key]} after a second replay')
+    # At an out-of-memory stop the snapshot shows the state then, ending in the oom.
+    small = f'{work}/small.json'
+    result = run([gpucache, 'replay', '--device-memory', '64MiB', '--snapshot', small, recorded])
+    trace = json.load(open(small))['device_traces'][0]
+    if trace[-1]['action'] != 'oom' or 'no, at event' not in result.stdout:
+        fail(f'out-of-memory replay: {trace[-1]} {result.stdout}')
+    run([sys.executable, checker, small])
+    # Existing files are kept: the replay reports the failure in its status.
+    kept = run([gpucache, 'replay', '--snapshot', small, recorded], expect=1)
+    if 'file exists' not in kept.stderr:
+        fail(f'existing snapshot: {kept.stderr}')
+    directory = os.path.join(shared, 'pytorch-snapshots')
+    if os.path.isdir(directory):
+        real = os.path.join(directory, 'memory_forward_bf16_128.pickle')
+        run([gpucache, 'replay', '--snapshot', f'{work}/real.json', real])
+        run([sys.executable, checker, f'{work}/real.json'])
+
+
 def main():
     case, tool, checker, gpucache, shared = sys.argv[1:6]
     with tempfile.TemporaryDirectory() as work:
