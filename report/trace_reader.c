@@ -6,19 +6,12 @@
 #include <string.h>
 
 #include "gpucache_report.h"
-
-static const char *const compact_names[GPUCACHE_EVENT_ACTION_COUNT] = {
-    [GPUCACHE_EVENT_ALLOC] = "a",          [GPUCACHE_EVENT_FREE_REQUESTED] = "fr",
-    [GPUCACHE_EVENT_FREE_COMPLETED] = "fc", [GPUCACHE_EVENT_SEGMENT_ALLOC] = "sa",
-    [GPUCACHE_EVENT_SEGMENT_FREE] = "sf",  [GPUCACHE_EVENT_SEGMENT_MAP] = "sm",
-    [GPUCACHE_EVENT_SEGMENT_UNMAP] = "su", [GPUCACHE_EVENT_OOM] = "oom",
-    [GPUCACHE_EVENT_SNAPSHOT] = "snap",
-};
+#include "trace_format.h"
 
 static int action_named(const char *name)
 {
     for (int action = 0; action < GPUCACHE_EVENT_ACTION_COUNT; action++)
-        if (strcmp(name, compact_names[action]) == 0)
+        if (strcmp(name, trace_compact_names[action]) == 0)
             return action;
     return -1;
 }

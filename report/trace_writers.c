@@ -3,9 +3,9 @@
 
 #include "gpucache_report.h"
 #include "report_output.h"
+#include "trace_format.h"
 
-/* Short action names of the compact format (report/README.md). */
-static const char *const compact_names[GPUCACHE_EVENT_ACTION_COUNT] = {
+const char *const trace_compact_names[GPUCACHE_EVENT_ACTION_COUNT] = {
     [GPUCACHE_EVENT_ALLOC] = "a",          [GPUCACHE_EVENT_FREE_REQUESTED] = "fr",
     [GPUCACHE_EVENT_FREE_COMPLETED] = "fc", [GPUCACHE_EVENT_SEGMENT_ALLOC] = "sa",
     [GPUCACHE_EVENT_SEGMENT_FREE] = "sf",  [GPUCACHE_EVENT_SEGMENT_MAP] = "sm",
@@ -30,7 +30,7 @@ bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, s
         previous = event->time_ns;
         report_output_format(&output, "%" PRId64 " %s %d %" PRIx64 " %" PRIu64 " %" PRIx64 " %" PRIu32
                              "\n",
-                             delta, compact_names[event->action], event->device, event->address,
+                             delta, trace_compact_names[event->action], event->device, event->address,
                              event->size, event->stream, event->thread);
     }
     return report_output_finish(&output);

@@ -4,19 +4,23 @@
 
 #include "gpucache_events.h"
 
-static struct gpucache_event numbered(uint64_t number, int device)
+/* A log (limit `max_events`) holding events 0..count-1 spread over `devices`. */
+static struct gpucache_event_log *numbered_log(size_t max_events, uint64_t count, int devices)
 {
-    return (struct gpucache_event){.time_ns = number, .address = number, .size = number * 2,
-                                   .device = (int16_t)device, .action = GPUCACHE_EVENT_ALLOC};
+    struct gpucache_event_log *log = gpucache_event_log_create(max_events);
+    cr_assert_not_null(log);
+    for (uint64_t number = 0; number < count; number++) {
+        struct gpucache_event event = {.time_ns = number, .address = number, .size = number * 2,
+                                       .device = (int16_t)(number % (uint64_t)devices),
+                                       .action = GPUCACHE_EVENT_ALLOC};
+        gpucache_event_log_append(log, &event);
+    }
+    return log;
 }
 
 Test(event_log, keeps_every_event_in_order_across_chunks)
 {
-    struct gpucache_event_log *log = gpucache_event_log_create(0);
-    for (uint64_t number = 0; number < 10000; number++) {
-        struct gpucache_event event = numbered(number, 0);
-        gpucache_event_log_append(log, &event);
-    }
+    struct gpucache_event_log *log = numbered_log(0, 10000, 1);
     size_t count;
     struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
     cr_assert_eq(count, 10000);
@@ -29,11 +33,7 @@ Test(event_log, keeps_every_event_in_order_across_chunks)
 
 Test(event_log, copies_one_device)
 {
-    struct gpucache_event_log *log = gpucache_event_log_create(0);
-    for (uint64_t number = 0; number < 300; number++) {
-        struct gpucache_event event = numbered(number, (int)(number % 3));
-        gpucache_event_log_append(log, &event);
-    }
+    struct gpucache_event_log *log = numbered_log(0, 300, 3);
     size_t count;
     struct gpucache_event *events = gpucache_event_log_copy(log, 2, &count);
     cr_assert_eq(count, 100);
@@ -49,11 +49,7 @@ Test(event_log, copies_one_device)
 
 Test(event_log, limit_drops_the_oldest_events_and_counts_them)
 {
-    struct gpucache_event_log *log = gpucache_event_log_create(4096);
-    for (uint64_t number = 0; number < 20000; number++) {
-        struct gpucache_event event = numbered(number, 0);
-        gpucache_event_log_append(log, &event);
-    }
+    struct gpucache_event_log *log = numbered_log(4096, 20000, 1);
     size_t count;
     struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
     cr_assert_geq(count, 4096);
@@ -68,11 +64,7 @@ Test(event_log, limit_drops_the_oldest_events_and_counts_them)
 
 Test(event_log, clear_forgets_events_and_keeps_working)
 {
-    struct gpucache_event_log *log = gpucache_event_log_create(0);
-    for (uint64_t number = 0; number < 5000; number++) {
-        struct gpucache_event event = numbered(number, 0);
-        gpucache_event_log_append(log, &event);
-    }
+    struct gpucache_event_log *log = numbered_log(0, 5000, 1);
     gpucache_event_log_clear(log);
     cr_assert_eq(gpucache_event_log_count(log), 0);
     gpucache_event_log_record(log, GPUCACHE_EVENT_SEGMENT_MAP, 1, 0x1000, 4096, 7);
