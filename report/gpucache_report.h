@@ -230,7 +230,7 @@ struct gpucache_memory_series {
 struct gpucache_memory_sample *gpucache_memory_curve(const struct gpucache_event *events,
                                                      size_t count, size_t *sample_count);
 
-/* Writes an SVG chart: allocated (solid) and reserved (dashed) curves of
+/* Writes an SVG chart: reserved (solid) and allocated (dashed) curves of
  * every series on one time axis, with a title, labelled axes and a legend,
  * readable on its own. `time_label` names the x axis ("seconds", "event"). */
 bool gpucache_svg_write(int fd, const char *title, const char *time_label,

@@ -144,10 +144,11 @@ static void write_curve(struct report_output *output, const struct axes *axes,
                         const struct gpucache_memory_series *series, bool reserved,
                         const char *colour)
 {
+    /* As `gpucache replay --svg` draws them: reserved solid, allocated dashed. */
     report_output_format(output,
                          "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
-                         colour, reserved ? "1.5" : "2",
-                         reserved ? " stroke-dasharray=\"6 4\"" : "");
+                         colour, reserved ? "2" : "1.5",
+                         reserved ? "" : " stroke-dasharray=\"6 4\"");
     double last_y = y_of(axes, 0);
     long column = -1;
     double column_low = 0, column_high = 0;
@@ -174,7 +175,10 @@ static void write_curve(struct report_output *output, const struct axes *axes,
     if (column >= 0)
         report_output_format(output, "%ld,%.1f %ld,%.1f %ld,%.1f %d,%.1f", column, column_low,
                              column, column_high, column, last_y, WIDTH - RIGHT, last_y);
-    report_output_string(output, "\"/>\n");
+    /* A tooltip naming the curve, as the replay's chart has. */
+    report_output_string(output, "\"><title>");
+    write_escaped(output, series->label);
+    report_output_format(output, ": %s</title></polyline>\n", reserved ? "reserved" : "allocated");
 }
 
 static void write_legend(struct report_output *output,
@@ -183,8 +187,8 @@ static void write_legend(struct report_output *output,
 {
     int x = WIDTH - RIGHT + 16, y = TOP + 4;
     report_output_format(output,
-                         "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">solid: allocated, dashed: "
-                         "reserved</text>\n",
+                         "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">solid: reserved, dashed: "
+                         "allocated</text>\n",
                          x, y);
     for (size_t index = 0; index < series_count; index++) {
         const char *colour = palette[index % (sizeof palette / sizeof *palette)];

@@ -19,8 +19,15 @@ def fail(message):
     sys.exit(1)
 
 
+# The sanitizer runtime of a sanitizer build, preloaded first into every
+# command the tests start (ahead of the library, as it must be).
+SANITIZER_RUNTIME = os.environ.get('GPUCACHE_TEST_SANITIZER_RUNTIME', '')
+
+
 def run(arguments, expect=0, env=None, cwd=None):
     environment = dict(os.environ)
+    if SANITIZER_RUNTIME and arguments[0] != sys.executable:
+        environment['LD_PRELOAD'] = SANITIZER_RUNTIME
     environment.update(env or {})
     result = subprocess.run(arguments, capture_output=True, text=True, env=environment, cwd=cwd,
                             timeout=100)
@@ -56,8 +63,7 @@ def format_bytes(count):
 
 def preload_env(library, configuration):
     """The environment that puts the library in front of a program directly."""
-    existing = os.environ.get('LD_PRELOAD', '')
-    return {'LD_PRELOAD': (existing + ':' if existing else '') + library,
+    return {'LD_PRELOAD': (SANITIZER_RUNTIME + ':' if SANITIZER_RUNTIME else '') + library,
             'GPUCACHE_ALLOC_CONF': configuration}
 
 

@@ -315,7 +315,7 @@ def case_svg(tool, work, **_):
     run(['xmllint', '--noout', path])
     text = open(path).read()
     for expected in ('a&lt;b&amp;&quot;c&quot;', 'expandable_segments:True', 'seconds',
-                     'memory (MiB)', 'solid: allocated, dashed: reserved', 'stroke-dasharray',
+                     'memory (MiB)', 'solid: reserved, dashed: allocated', 'stroke-dasharray',
                      'memory of test &lt;program&gt; &amp; friends'):
         if expected not in text:
             fail(f'SVG lacks {expected!r}')
