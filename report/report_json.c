@@ -22,21 +22,31 @@ const char *gpucache_passthrough_reason_name(enum gpucache_passthrough_reason re
     return (unsigned)reason < GPUCACHE_PASSTHROUGH_REASON_COUNT ? reason_names[reason] : "?";
 }
 
-/* Runs a "measure, allocate, fill" writer of the size_t f(..., out, capacity) kind. */
-static void write_sized(struct report_output *output, size_t needed_guess,
-                        size_t (*fill_stats)(const struct gpucache_stats *, char *, size_t),
-                        size_t (*fill_config)(const struct gpucache_config *, char *, size_t),
-                        const void *subject)
+/* A writer of the size_t f(subject, out, capacity) kind: writes at most
+ * `capacity` bytes and returns the length it needed. */
+typedef size_t json_filler(const void *subject, char *out, size_t capacity);
+
+static size_t fill_configuration(const void *config, char *out, size_t capacity)
 {
-    size_t capacity = needed_guess;
+    return gpucache_config_to_json(config, out, capacity);
+}
+
+static size_t fill_stats(const void *stats, char *out, size_t capacity)
+{
+    return gpucache_stats_to_json(stats, out, capacity);
+}
+
+/* Appends what `fill` writes, with a second try when 16 KiB was too small. */
+static void write_filled(struct report_output *output, json_filler *fill, const void *subject)
+{
+    size_t capacity = 16 * 1024;
     for (int attempt = 0; attempt < 2; attempt++) {
         char *text = malloc(capacity);
         if (!text) {
             output->failed = true;
             return;
         }
-        size_t needed = fill_stats ? fill_stats(subject, text, capacity)
-                                   : fill_config(subject, text, capacity);
+        size_t needed = fill(subject, text, capacity);
         if (needed < capacity) {
             report_output_bytes(output, text, needed);
             free(text);
@@ -54,7 +64,7 @@ bool gpucache_report_write_json(int fd, const struct gpucache_report *report)
     report_output_init(&output, fd);
     report_output_format(&output, "{\"pid\": %ld, \"configuration\": ", report->pid);
     if (report->config)
-        write_sized(&output, 16 * 1024, NULL, gpucache_config_to_json, report->config);
+        write_filled(&output, fill_configuration, report->config);
     else
         report_output_string(&output, "null");
     report_output_string(&output, ", \"passthrough_calls\": {");
@@ -67,7 +77,7 @@ bool gpucache_report_write_json(int fd, const struct gpucache_report *report)
         const struct gpucache_device_report *device = &report->devices[index];
         report_output_format(&output, "%s{\"device\": %d, \"stats\": ", index ? ", " : "",
                              device->device);
-        write_sized(&output, 16 * 1024, gpucache_stats_to_json, NULL, &device->stats);
+        write_filled(&output, fill_stats, &device->stats);
         report_output_format(&output,
                              ", \"events\": {\"recorded\": %" PRIu64 ", \"dropped\": %" PRIu64 "}}",
                              device->events_recorded, device->events_dropped);
