@@ -220,7 +220,15 @@ struct gpucache_memory_series {
     const char *label; /* the configuration */
     const struct gpucache_memory_sample *samples;
     size_t count;
+    /* When not NULL, the run stopped early: a cross marks the place (at
+     * `stop_time`, on the reserved curve) with "<label>: <stop_note>". */
+    const char *stop_note;
+    double stop_time;
 };
+
+/* `bytes` with a binary unit and two decimals ("128.00 MiB"; "512 B" below
+ * 1 KiB), into `buffer`, which it returns. */
+const char *gpucache_format_bytes(uint64_t bytes, char *buffer, size_t size);
 
 /* Derives the allocated and reserved curve of one device's events:
  * allocated moves at alloc and free_completed (rounded sizes are not in the
@@ -232,7 +240,8 @@ struct gpucache_memory_sample *gpucache_memory_curve(const struct gpucache_event
 
 /* Writes an SVG chart: reserved (solid) and allocated (dashed) curves of
  * every series on one time axis, with a title, labelled axes and a legend,
- * readable on its own. `time_label` names the x axis ("seconds", "event"). */
+ * readable on its own; each curve's <title> is "<label>: reserved, peak
+ * <bytes>". `time_label` names the x axis ("seconds", "events"). */
 bool gpucache_svg_write(int fd, const char *title, const char *time_label,
                         const struct gpucache_memory_series *series, size_t series_count);
 

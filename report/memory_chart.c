@@ -49,6 +49,22 @@ struct gpucache_memory_sample *gpucache_memory_curve(const struct gpucache_event
     return samples;
 }
 
+const char *gpucache_format_bytes(uint64_t bytes, char *buffer, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    size_t unit = 0;
+    double value = (double)bytes;
+    while (value >= 1024 && unit + 1 < sizeof units / sizeof *units) {
+        value /= 1024;
+        unit++;
+    }
+    if (unit == 0)
+        snprintf(buffer, size, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buffer, size, "%.2f %s", value, units[unit]);
+    return buffer;
+}
+
 enum { WIDTH = 1000, HEIGHT = 560, LEFT = 100, RIGHT = 260, TOP = 56, BOTTOM = 70 };
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
@@ -175,10 +191,38 @@ static void write_curve(struct report_output *output, const struct axes *axes,
     if (column >= 0)
         report_output_format(output, "%ld,%.1f %ld,%.1f %ld,%.1f %d,%.1f", column, column_low,
                              column, column_high, column, last_y, WIDTH - RIGHT, last_y);
-    /* A tooltip naming the curve, as the replay's chart has. */
+    /* A tooltip naming the curve and its peak. */
+    uint64_t peak = 0;
+    for (size_t index = 0; index < series->count; index++) {
+        uint64_t value = reserved ? series->samples[index].reserved
+                                  : series->samples[index].allocated;
+        peak = value > peak ? value : peak;
+    }
+    char peak_text[64];
     report_output_string(output, "\"><title>");
     write_escaped(output, series->label);
-    report_output_format(output, ": %s</title></polyline>\n", reserved ? "reserved" : "allocated");
+    report_output_format(output, ": %s, peak %s</title></polyline>\n",
+                         reserved ? "reserved" : "allocated",
+                         gpucache_format_bytes(peak, peak_text, sizeof peak_text));
+}
+
+/* A cross where a series stopped early, on its reserved curve. */
+static void write_stop(struct report_output *output, const struct axes *axes,
+                       const struct gpucache_memory_series *series, const char *colour)
+{
+    uint64_t reserved = 0;
+    for (size_t index = 0; index < series->count && series->samples[index].time <= series->stop_time;
+         index++)
+        reserved = series->samples[index].reserved;
+    double x = x_of(axes, series->stop_time), y = y_of(axes, reserved);
+    report_output_format(output,
+                         "<path d=\"M%.1f,%.1f l10,10 m0,-10 l-10,10\" stroke=\"%s\" "
+                         "stroke-width=\"2\"><title>",
+                         x - 5, y - 5, colour);
+    write_escaped(output, series->label);
+    report_output_string(output, ": ");
+    write_escaped(output, series->stop_note);
+    report_output_string(output, "</title></path>\n");
 }
 
 static void write_legend(struct report_output *output,
@@ -202,11 +246,15 @@ static void write_legend(struct report_output *output,
         size_t length = strlen(series[index].label);
         snprintf(label, sizeof label, length > 36 ? "%.33s..." : "%s", series[index].label);
         write_escaped(output, label);
+        char allocated[64], reserved[64];
         report_output_format(output,
-                             "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"11\">peak %.2f MiB "
-                             "allocated, %.2f MiB reserved</text>\n",
-                             x + 26, y + 15, (double)peaks_allocated[index] / 1048576.0,
-                             (double)peaks_reserved[index] / 1048576.0);
+                             "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"11\">peak %s "
+                             "allocated, %s reserved</text>\n",
+                             x + 26, y + 15,
+                             gpucache_format_bytes(peaks_allocated[index], allocated,
+                                                   sizeof allocated),
+                             gpucache_format_bytes(peaks_reserved[index], reserved,
+                                                   sizeof reserved));
     }
 }
 
@@ -264,6 +312,8 @@ bool gpucache_svg_write(int fd, const char *title, const char *time_label,
         const char *colour = palette[index % (sizeof palette / sizeof *palette)];
         write_curve(&output, &axes, &series[index], true, colour);
         write_curve(&output, &axes, &series[index], false, colour);
+        if (series[index].stop_note)
+            write_stop(&output, &axes, &series[index], colour);
     }
     write_legend(&output, series, series_count, peaks, peaks_reserved);
     report_output_string(&output, "</svg>\n");

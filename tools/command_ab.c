@@ -446,9 +446,11 @@ int command_ab(int argc, char **argv)
                 if (program_succeeded(&columns[index].runs[run]))
                     last = &columns[index].runs[run];
             if (last)
-                series[count++] = (struct gpucache_memory_series){columns[index].label,
-                                                                  last->samples,
-                                                                  last->sample_count};
+                series[count++] = (struct gpucache_memory_series){
+                    .label = columns[index].label,
+                    .samples = last->samples,
+                    .count = last->sample_count,
+                };
         }
         char title[512];
         snprintf(title, sizeof title, "gpucache ab: %s", options.program[0]);

@@ -271,8 +271,8 @@ int command_replay(int argc, char **argv)
         if (columns[index].outcome.snapshot_failed)
             status = 1;
     if (svg) {
-        replay_write_svg(svg, &report);
-        if (fclose(svg) != 0) {
+        bool drawn = replay_write_svg(svg, &report);
+        if (fclose(svg) != 0 || !drawn) {
             fprintf(stderr, "gpucache replay: --svg: writing '%s': %s\n", options.svg_path,
                     strerror(errno));
             status = 1;
