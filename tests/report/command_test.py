@@ -172,6 +172,28 @@ def case_ab_failure(gpucache, program, **_):
     median = float(rows['wall time (median)'][0].split()[0])
     if not float(low) <= median <= float(high) or rows['exit status'] != ['0 0 0']:
         fail(f'three runs: {repeated.stdout}')
+    # On a terminal it shows progress on stderr, erased before the table.
+    import pty
+    leader, follower = pty.openpty()
+    environment = dict(os.environ)
+    if SANITIZER_RUNTIME:
+        environment['LD_PRELOAD'] = SANITIZER_RUNTIME
+    process = subprocess.Popen([gpucache, 'ab', '--repeat', '2', '--', program, 'churn'],
+                               stdout=subprocess.PIPE, stderr=follower, env=environment)
+    os.close(follower)
+    shown = b''
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.wait(timeout=100)
+    os.close(leader)
+    if b'gpucache ab: run 2 of 2 (default)' not in shown or not shown.endswith(b'\r\x1b[K'):
+        fail(f'progress on a terminal: {shown!r}')
     bad = run([gpucache, 'ab', '--repeat', '0', '--', program], expect=2)
     if '--repeat' not in bad.stderr:
         fail(f'--repeat 0: {bad.stderr}')
