@@ -5,7 +5,8 @@
  * stream-ordered on the allocating stream); `ab_program crash` dies of
  * SIGSEGV after an allocation; `ab_program exit3` exits with status 3;
  * `ab_program oom` allocates until the device is full, then frees everything;
- * `ab_program signal` sends itself SIGUSR1 between allocations. */
+ * `ab_program signal` sends itself SIGUSR1 between allocations;
+ * `ab_program devices` allocates on devices 0 and 1 and keeps some alive. */
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -85,6 +86,16 @@ int main(int argc, char **argv)
         return churn(true);
     if (strcmp(mode, "oom") == 0)
         return fill_device();
+    if (strcmp(mode, "devices") == 0) {
+        void *kept[2], *freed;
+        for (int device = 0; device < 2; device++) {
+            CHECK(cudaSetDevice(device));
+            CHECK(cudaMalloc(&kept[device], (size_t)(device + 1) << 20));
+            CHECK(cudaMalloc(&freed, (size_t)25 << 20));
+            CHECK(cudaFree(freed));
+        }
+        return 0;
+    }
     void *buffer = NULL;
     CHECK(cudaMalloc(&buffer, 1 << 20));
     if (strcmp(mode, "crash") == 0) {

@@ -252,6 +252,22 @@ def case_library_files(program, checker, library, gpucache, work, **_):
         fail('the CSV trace does not replay')
 
 
+def case_library_devices(program, checker, library, work, **_):
+    """Two devices: one snapshot with both devices' segments and traces."""
+    env = preload_env(library, f'snapshot:{work}/snap.json,report:{work}/report.json')
+    env['GPUSIM_DEVICES'] = '2'
+    run([program, 'devices'], env=env)
+    check_snapshots(checker, [f'{work}/snap.json'])
+    snapshot = json.load(open(f'{work}/snap.json'))
+    if len(snapshot['device_traces']) != 2 or not all(snapshot['device_traces']):
+        fail(f'device traces: {[len(t) for t in snapshot["device_traces"]]}')
+    if {s['device'] for s in snapshot['segments']} != {0, 1}:
+        fail('segments of both devices expected')
+    report = json.load(open(f'{work}/report.json'))
+    if [d['device'] for d in report['devices']] != [0, 1]:
+        fail(f'report devices: {report["devices"]}')
+
+
 def case_library_oom(program, checker, library, work, **_):
     for configuration in ('', 'expandable_segments:True'):
         directory = tempfile.mkdtemp(dir=work)
