@@ -6,7 +6,13 @@
  * memfds counted against the device capacity, and every stream is a worker
  * thread that runs copies, memsets, host functions and event records in
  * order. Kernels cannot run: cuLaunchKernel returns
- * CUDA_ERROR_NO_BINARY_FOR_GPU.
+ * CUDA_ERROR_NO_BINARY_FOR_GPU. CUDA arrays, modules, graphs beyond stream
+ * capture, and entry points not listed by cuGetProcAddress are not
+ * simulated (cuGetProcAddress reports them as not found).
+ *
+ * A child forked after cuInit cannot use the driver (its threads and state
+ * stay with the parent): there every call that needs cuInit, and cuInit
+ * itself, returns CUDA_ERROR_NOT_INITIALIZED.
  *
  * Control through the environment, read once at the first cuInit. A bad
  * value prints one line naming the variable, the bad text and what is
@@ -17,6 +23,10 @@
  *   GPUSIM_MEMORY=SIZE    capacity of each device (default 80GiB). SIZE is a
  *                         number with an optional unit B, KiB, MiB, GiB, TiB
  *                         (or K, M, G, T, KB, MB, GB, TB: all powers of 1024).
+ *   GPUSIM_GRANULARITY=SIZE  VMM allocation granularity reported by
+ *                         cuMemGetAllocationGranularity and required of
+ *                         cuMemCreate/cuMemMap sizes and addresses: a power of
+ *                         two from the host page size to 1GiB (default 2MiB).
  *   GPUSIM_FAIL=RULES     injected failures, comma-separated rules:
  *                           NAME:N         the Nth call (1-based) of NAME fails
  *                           NAME:N+        the Nth and every later call fails
@@ -25,7 +35,9 @@
  *                                          probability P (0..1), drawn from a
  *                                          generator seeded with S
  *                         NAME is an exported name (cuMemAlloc_v2) or a base
- *                         name (cuMemAlloc, matching every variant). ERROR is
+ *                         name (cuMemAlloc, matching every variant) of an
+ *                         entry point the simulator implements; any other
+ *                         name is rejected. ERROR is
  *                         oom, invalid, unknown, not_ready, a CUDA_ERROR_* name
  *                         or a number. The default error is
  *                         CUDA_ERROR_OUT_OF_MEMORY for allocation-type calls
@@ -34,7 +46,8 @@
  *                         cuMemHostAlloc, cuMemAllocHost*, cuMemCreate,
  *                         cuMemAddressReserve, cuMemMap, cuMemPoolCreate) and
  *                         CUDA_ERROR_UNKNOWN for the others. A failed call has
- *                         no side effect. Example:
+ *                         no side effect. Rules count calls made after the
+                         first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
  *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
  *                           {"calls": {"cuInit": 1, ...},

@@ -24,11 +24,6 @@ void sim_capture_invalidate(struct sim_capture *capture)
     capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
 }
 
-void sim_capture_record_node(struct sim_stream *stream)
-{
-    stream->capture->node_count++;
-}
-
 /* A call is "potentially unsafe" during capture (CUDA's wording): the rules
  * of cuThreadExchangeStreamCaptureMode decide whether this thread may make
  * it now. */
@@ -103,12 +98,13 @@ void sim_capture_teardown(struct sim_context *context)
 
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address)
 {
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range =
+        sim_range_new(SIM_RANGE_CAPTURED, stream->context, stream->context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Reserved but inaccessible: the memory exists only while the graph
      * runs, and touching it before then faults. */
-    size_t span = (size + SIM_PAGE_GRANULARITY - 1) / SIM_PAGE_GRANULARITY * SIM_PAGE_GRANULARITY;
+    size_t span = (size + SIM_LARGE_PAGE - 1) / SIM_LARGE_PAGE * SIM_LARGE_PAGE;
     void *base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
         free(range);
@@ -118,14 +114,8 @@ CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdevicept
     range->size = size;
     range->mapping = base;
     range->mapping_size = span;
-    range->kind = SIM_RANGE_CAPTURED;
-    range->device = stream->context->device;
-    range->context = stream->context;
     range->graph = stream->capture->graph;
-    range->shared_fd = -1;
-    LIST_INIT(&range->vmm_mappings);
     sim_range_insert(range);
-    sim_capture_record_node(stream);
     *address = (CUdeviceptr)range->base;
     return CUDA_SUCCESS;
 }
@@ -216,7 +206,6 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_
             *phGraph = NULL;
             result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         } else {
-            graph->node_count = capture->node_count;
             sim_handle_register(&graph->handle, SIM_HANDLE_GRAPH);
             *phGraph = (CUgraph)graph;
         }

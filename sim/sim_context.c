@@ -2,7 +2,9 @@
  * per-thread context stack, and context-wide synchronization. */
 #include "sim_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CONTEXT_STACK_DEPTH 32
 
@@ -14,10 +16,25 @@ struct sim_context *sim_current_context(void)
     return context_depth > 0 ? context_stack[context_depth - 1] : NULL;
 }
 
-void sim_context_activate(struct sim_context *context)
+/* Hopper's defaults for the per-context limits. */
+static const size_t default_limits[CU_LIMIT_MAX] = {
+    [CU_LIMIT_STACK_SIZE] = 1024,
+    [CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20,
+    [CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20,
+    [CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2,
+    [CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048,
+    [CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64,
+    [CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0,
+};
+
+/* Makes a context usable: a new id, default limits and its legacy stream. */
+static void context_activate(struct sim_context *context)
 {
     context->active = true;
     context->id = sim_next_id();
+    memcpy(context->limits, default_limits, sizeof context->limits);
+    context->cache_config = CU_FUNC_CACHE_PREFER_NONE;
+    context->peer_devices = 0;
     struct sim_stream *legacy;
     if (sim_stream_create(context, 0, 0, true, false, &legacy) != CUDA_SUCCESS)
         abort();
@@ -37,7 +54,7 @@ CUresult sim_require_context(struct sim_context **context)
         /* A reset primary context that is still retained comes back on its
          * next use, as the driver re-initialises it. */
         if (current->primary && current->retain_count > 0)
-            sim_context_activate(current);
+            context_activate(current);
         else
             result = CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
@@ -78,17 +95,37 @@ void sim_context_drain(struct sim_context *context)
     free(streams);
 }
 
-void sim_context_teardown(struct sim_context *context)
+/* Under sim.lock: streams whose workers have not left yet. */
+static bool has_closed_streams(struct sim_context *context)
+{
+    struct sim_stream *stream;
+    LIST_FOREACH(stream, &context->streams, context_link)
+        if (stream->closed)
+            return true;
+    return false;
+}
+
+/* Frees the streams, events and memory of a context (reset, release to zero,
+ * destroy). */
+static void context_teardown(struct sim_context *context)
 {
     sim_context_drain(context);
     sim_lock();
     sim_capture_teardown(context);
-    while (!LIST_EMPTY(&context->streams))
-        sim_stream_close(LIST_FIRST(&context->streams));
+    struct sim_stream *stream;
+    LIST_FOREACH(stream, &context->streams, context_link)
+        sim_stream_close(stream);
     context->legacy_stream = NULL;
     sim_events_teardown(context);
     sim_free_context_memory(context);
     context->active = false;
+    /* The workers are idle and closing: wait until they have left, so the
+     * context can be reused or freed. */
+    while (has_closed_streams(context)) {
+        sim_unlock();
+        sched_yield();
+        sim_lock();
+    }
     sim_unlock();
 }
 
@@ -106,7 +143,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     sim_lock();
     struct sim_context *context = device->primary;
     if (!context->active)
-        sim_context_activate(context);
+        context_activate(context);
     context->retain_count++;
     sim_unlock();
     *pctx = (CUcontext)context;
@@ -129,7 +166,7 @@ static CUresult primary_release(CUdevice dev)
     bool active = context->active;
     sim_unlock();
     if (last && active)
-        sim_context_teardown(context);
+        context_teardown(context);
     return CUDA_SUCCESS;
 }
 
@@ -155,7 +192,7 @@ static CUresult primary_reset(CUdevice dev)
     bool active = device->primary->active;
     sim_unlock();
     if (active)
-        sim_context_teardown(device->primary);
+        context_teardown(device->primary);
     return CUDA_SUCCESS;
 }
 
@@ -234,7 +271,7 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     LIST_INIT(&context->streams);
     sim_lock();
     sim_handle_register(&context->handle, SIM_HANDLE_CONTEXT);
-    sim_context_activate(context);
+    context_activate(context);
     sim_unlock();
     if (context_depth < CONTEXT_STACK_DEPTH)
         context_stack[context_depth++] = context;
@@ -291,7 +328,7 @@ static CUresult context_destroy(CUcontext ctx)
     sim_unlock();
     if (!valid)
         return CUDA_ERROR_INVALID_CONTEXT;
-    sim_context_teardown(context);
+    context_teardown(context);
     sim_lock();
     sim_handle_unregister(&context->handle);
     sim_unlock();
@@ -499,4 +536,111 @@ SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greates
     if (greatestPriority != NULL)
         *greatestPriority = -5;
     return CUDA_SUCCESS;
+}
+
+/* ---- per-context settings ----------------------------------------------- */
+
+SIM_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    SIM_ENTER("cuCtxGetLimit");
+    if (pvalue == NULL || limit < 0 || limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        *pvalue = context->limits[limit];
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    SIM_ENTER("cuCtxSetLimit");
+    if (limit < 0 || limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* These describe a CIG context and can only be queried. */
+    if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED)
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        context->limits[limit] = value;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+    SIM_ENTER("cuCtxGetCacheConfig");
+    if (pconfig == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        *pconfig = context->cache_config;
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    SIM_ENTER("cuCtxSetCacheConfig");
+    if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result == CUDA_SUCCESS)
+        context->cache_config = config;
+    return result;
+}
+
+static CUresult peer_bit(CUcontext peerContext, struct sim_context **context,
+                         unsigned long long *bit)
+{
+    CUresult result = sim_require_context(context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = validate_context(peerContext);
+    if (result != CUDA_SUCCESS)
+        return result;
+    struct sim_context *peer = (struct sim_context *)peerContext;
+    if (peer->device == (*context)->device)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bit = 1ULL << peer->device->ordinal;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    SIM_ENTER("cuCtxEnablePeerAccess");
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    unsigned long long bit;
+    CUresult result = peer_bit(peerContext, &context, &bit);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    if (context->peer_devices & bit)
+        result = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else
+        context->peer_devices |= bit;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    SIM_ENTER("cuCtxDisablePeerAccess");
+    struct sim_context *context;
+    unsigned long long bit;
+    CUresult result = peer_bit(peerContext, &context, &bit);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    if (!(context->peer_devices & bit))
+        result = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    else
+        context->peer_devices &= ~bit;
+    sim_unlock();
+    return result;
 }

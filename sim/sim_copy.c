@@ -24,16 +24,33 @@ bool sim_address_is_device_accessible(uintptr_t address, size_t size)
     return accessible;
 }
 
-/* True when the address is memory the driver handed out (device, pinned,
- * managed or mapped VMM) rather than ordinary pageable host memory. */
-static bool is_driver_memory(uintptr_t address)
+/* True for device-resident memory (device, pool, managed, IPC or mapped
+ * VMM), as opposed to host memory, pinned or not. */
+static bool is_device_resident(uintptr_t address)
 {
-    return sim_address_is_device_accessible(address, 1);
+    sim_lock();
+    struct sim_range *range = sim_range_find(address);
+    bool host = range != NULL && range->kind == SIM_RANGE_HOST;
+    sim_unlock();
+    return !host && sim_address_is_device_accessible(address, 1);
 }
 
+/* How a copy or memset treats the calling host thread. */
+enum host_synchronization {
+    ASYNCHRONOUS_API,    /* the *Async forms: queue and return */
+    SYNCHRONOUS_BLOCKING, /* a synchronous form involving host memory: wait */
+    SYNCHRONOUS_DEVICE,  /* a synchronous form on device memory only: returns at once */
+};
+
 static CUresult copy(uintptr_t destination, uintptr_t source, size_t bytes, bool destination_device,
-                     bool source_device, CUstream stream, bool per_thread_default, bool synchronous)
+                     bool source_device, CUstream stream, bool per_thread_default,
+                     enum host_synchronization synchronization)
 {
+    if (synchronization != ASYNCHRONOUS_API) {
+        CUresult unsafe = sim_capture_check_unsafe_call();
+        if (unsafe != CUDA_SUCCESS)
+            return unsafe;
+    }
     if (bytes == 0)
         return CUDA_SUCCESS;
     if ((destination_device && !sim_address_is_device_accessible(destination, bytes)) ||
@@ -41,10 +58,12 @@ static CUresult copy(uintptr_t destination, uintptr_t source, size_t bytes, bool
         (!destination_device && destination == 0) || (!source_device && source == 0))
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_work work = {.kind = SIM_WORK_COPY};
-    work.u.copy.destination = (void *)destination;
-    work.u.copy.source = (const void *)source;
+    work.u.copy.destination = (char *)destination;
+    work.u.copy.source = (const char *)source;
     work.u.copy.bytes = bytes;
-    return sim_stream_run(stream, per_thread_default, &work, synchronous);
+    work.u.copy.height = 1;
+    return sim_stream_run(stream, per_thread_default, &work,
+                          synchronization == SYNCHRONOUS_BLOCKING);
 }
 
 /* cuMemcpy with unified addressing: the kind of each side comes from the
@@ -52,47 +71,51 @@ static CUresult copy(uintptr_t destination, uintptr_t source, size_t bytes, bool
 static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
                              bool per_thread_default, bool asynchronous)
 {
-    bool destination_device = is_driver_memory((uintptr_t)dst);
-    bool source_device = is_driver_memory((uintptr_t)src);
-    bool synchronous = !asynchronous && !(destination_device && source_device);
+    bool destination_device = is_device_resident((uintptr_t)dst);
+    bool source_device = is_device_resident((uintptr_t)src);
+    enum host_synchronization synchronization =
+        asynchronous                            ? ASYNCHRONOUS_API
+        : destination_device && source_device ? SYNCHRONOUS_DEVICE
+                                                : SYNCHRONOUS_BLOCKING;
     return copy((uintptr_t)dst, (uintptr_t)src, bytes, destination_device, source_device, stream,
-                per_thread_default, synchronous);
+                per_thread_default, synchronization);
 }
 
-#define SYNC_LEGACY false
-#define SYNC_PER_THREAD true
+/* What a NULL stream means in the entry point. */
+#define LEGACY_DEFAULT_STREAM false
+#define PER_THREAD_DEFAULT_STREAM true
 
 SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpy");
-    return unified_copy(dst, src, ByteCount, NULL, SYNC_LEGACY, false);
+    return unified_copy(dst, src, ByteCount, NULL, LEGACY_DEFAULT_STREAM, false);
 }
 
 SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpy_ptds");
-    return unified_copy(dst, src, ByteCount, NULL, SYNC_PER_THREAD, false);
+    return unified_copy(dst, src, ByteCount, NULL, PER_THREAD_DEFAULT_STREAM, false);
 }
 
 SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                                   CUstream hStream)
 {
     SIM_ENTER("cuMemcpyAsync");
-    return unified_copy(dst, src, ByteCount, hStream, SYNC_LEGACY, true);
+    return unified_copy(dst, src, ByteCount, hStream, LEGACY_DEFAULT_STREAM, true);
 }
 
 SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                                        CUstream hStream)
 {
     SIM_ENTER("cuMemcpyAsync_ptsz");
-    return unified_copy(dst, src, ByteCount, hStream, SYNC_PER_THREAD, true);
+    return unified_copy(dst, src, ByteCount, hStream, PER_THREAD_DEFAULT_STREAM, true);
 }
 
 SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpyHtoD_v2");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
-                SYNC_LEGACY, true);
+                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
 }
 
 SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
@@ -100,28 +123,28 @@ SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcH
 {
     SIM_ENTER("cuMemcpyHtoD_v2_ptds");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
-                SYNC_PER_THREAD, true);
+                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpyDtoH_v2");
     return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
-                SYNC_LEGACY, true);
+                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpyDtoH_v2_ptds");
     return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
-                SYNC_PER_THREAD, true);
+                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpyDtoD_v2");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
-                SYNC_LEGACY, false);
+                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_DEVICE);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
@@ -129,7 +152,7 @@ SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcD
 {
     SIM_ENTER("cuMemcpyDtoD_v2_ptds");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
-                SYNC_PER_THREAD, false);
+                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_DEVICE);
 }
 
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
@@ -137,7 +160,7 @@ SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcH
 {
     SIM_ENTER("cuMemcpyHtoDAsync_v2");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
-                SYNC_LEGACY, false);
+                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
@@ -145,7 +168,7 @@ SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void 
 {
     SIM_ENTER("cuMemcpyHtoDAsync_v2_ptsz");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
-                SYNC_PER_THREAD, false);
+                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
@@ -153,7 +176,7 @@ SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, s
 {
     SIM_ENTER("cuMemcpyDtoHAsync_v2");
     return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
-                SYNC_LEGACY, false);
+                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
@@ -161,7 +184,7 @@ SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevi
 {
     SIM_ENTER("cuMemcpyDtoHAsync_v2_ptsz");
     return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
-                SYNC_PER_THREAD, false);
+                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
@@ -169,7 +192,7 @@ SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcD
 {
     SIM_ENTER("cuMemcpyDtoDAsync_v2");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
-                SYNC_LEGACY, false);
+                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
@@ -177,7 +200,7 @@ SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr
 {
     SIM_ENTER("cuMemcpyDtoDAsync_v2_ptsz");
     return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
-                SYNC_PER_THREAD, false);
+                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
 }
 
 static CUresult peer_copy(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src,
@@ -191,14 +214,14 @@ static CUresult peer_copy(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src
     if (!valid)
         return CUDA_ERROR_INVALID_CONTEXT;
     return copy((uintptr_t)dst, (uintptr_t)src, bytes, true, true, stream, per_thread_default,
-                !asynchronous);
+                asynchronous ? ASYNCHRONOUS_API : SYNCHRONOUS_BLOCKING);
 }
 
 SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
 {
     SIM_ENTER("cuMemcpyPeer");
-    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, SYNC_LEGACY,
+    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, LEGACY_DEFAULT_STREAM,
                      false);
 }
 
@@ -208,7 +231,7 @@ SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContex
 {
     SIM_ENTER("cuMemcpyPeer_ptds");
     return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
-                     SYNC_PER_THREAD, false);
+                     PER_THREAD_DEFAULT_STREAM, false);
 }
 
 SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
@@ -217,7 +240,7 @@ SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContex
 {
     SIM_ENTER("cuMemcpyPeerAsync");
     return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-                     SYNC_LEGACY, true);
+                     LEGACY_DEFAULT_STREAM, true);
 }
 
 SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
@@ -226,15 +249,141 @@ SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstC
 {
     SIM_ENTER("cuMemcpyPeerAsync_ptsz");
     return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-                     SYNC_PER_THREAD, true);
+                     PER_THREAD_DEFAULT_STREAM, true);
+}
+
+/* ---- 2D copies ---------------------------------------------------------- */
+
+struct copy_side {
+    uintptr_t start;
+    size_t pitch;
+    bool device;
+};
+
+/* Start address and kind of one side of a CUDA_MEMCPY2D. */
+static CUresult copy_side(CUmemorytype type, const void *host, CUdeviceptr device, CUarray array,
+                          size_t x, size_t y, size_t pitch, struct copy_side *side)
+{
+    (void)array;
+    uintptr_t base;
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        base = (uintptr_t)host;
+        side->device = false;
+        break;
+    case CU_MEMORYTYPE_DEVICE:
+        base = (uintptr_t)device;
+        side->device = true;
+        break;
+    case CU_MEMORYTYPE_UNIFIED:
+        base = (uintptr_t)device;
+        side->device = is_device_resident(base);
+        break;
+    case CU_MEMORYTYPE_ARRAY:
+        return CUDA_ERROR_NOT_SUPPORTED; /* CUDA arrays are not simulated */
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (base == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    side->start = base + y * pitch + x;
+    side->pitch = pitch;
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *pCopy, CUstream stream, bool per_thread_default,
+                        bool asynchronous)
+{
+    if (pCopy == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct copy_side source, destination;
+    CUresult result = copy_side(pCopy->srcMemoryType, pCopy->srcHost, pCopy->srcDevice,
+                                pCopy->srcArray, pCopy->srcXInBytes, pCopy->srcY, pCopy->srcPitch,
+                                &source);
+    if (result == CUDA_SUCCESS)
+        result = copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice,
+                           pCopy->dstArray, pCopy->dstXInBytes, pCopy->dstY, pCopy->dstPitch,
+                           &destination);
+    if (result != CUDA_SUCCESS)
+        return result;
+    size_t width = pCopy->WidthInBytes, height = pCopy->Height;
+    if (height > 1 && (source.pitch < width || destination.pitch < width))
+        return CUDA_ERROR_INVALID_VALUE;
+    enum host_synchronization synchronization =
+        asynchronous                            ? ASYNCHRONOUS_API
+        : source.device && destination.device ? SYNCHRONOUS_DEVICE
+                                                : SYNCHRONOUS_BLOCKING;
+    if (synchronization != ASYNCHRONOUS_API) {
+        result = sim_capture_check_unsafe_call();
+        if (result != CUDA_SUCCESS)
+            return result;
+    }
+    if (width == 0 || height == 0)
+        return CUDA_SUCCESS;
+    size_t source_extent = (height - 1) * source.pitch + width;
+    size_t destination_extent = (height - 1) * destination.pitch + width;
+    if ((source.device && !sim_address_is_device_accessible(source.start, source_extent)) ||
+        (destination.device &&
+         !sim_address_is_device_accessible(destination.start, destination_extent)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_work work = {.kind = SIM_WORK_COPY};
+    work.u.copy.destination = (char *)destination.start;
+    work.u.copy.source = (const char *)source.start;
+    work.u.copy.bytes = width;
+    work.u.copy.height = height;
+    work.u.copy.destination_pitch = destination.pitch;
+    work.u.copy.source_pitch = source.pitch;
+    return sim_stream_run(stream, per_thread_default, &work,
+                          synchronization == SYNCHRONOUS_BLOCKING);
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2D_v2");
+    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2D_v2_ptds");
+    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2DUnaligned_v2");
+    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+    SIM_ENTER("cuMemcpy2DUnaligned_v2_ptds");
+    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+    SIM_ENTER("cuMemcpy2DAsync_v2");
+    return copy_2d(pCopy, hStream, LEGACY_DEFAULT_STREAM, true);
+}
+
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+    SIM_ENTER("cuMemcpy2DAsync_v2_ptsz");
+    return copy_2d(pCopy, hStream, PER_THREAD_DEFAULT_STREAM, true);
 }
 
 /* ---- memset ------------------------------------------------------------- */
 
 static CUresult memset_2d(CUdeviceptr destination, size_t pitch, unsigned value,
                           unsigned element_size, size_t width, size_t height, CUstream stream,
-                          bool per_thread_default, bool synchronous)
+                          bool per_thread_default, enum host_synchronization synchronization)
 {
+    if (synchronization != ASYNCHRONOUS_API) {
+        CUresult unsafe = sim_capture_check_unsafe_call();
+        if (unsafe != CUDA_SUCCESS)
+            return unsafe;
+    }
     if (width == 0 || height == 0)
         return CUDA_SUCCESS;
     size_t row_bytes = width * element_size;
@@ -251,36 +400,33 @@ static CUresult memset_2d(CUdeviceptr destination, size_t pitch, unsigned value,
     work.u.set.width = width;
     work.u.set.height = height;
     work.u.set.pitch = height > 1 ? pitch : row_bytes;
-    /* A synchronous memset of device memory still does not block the host. */
-    (void)synchronous;
-    return sim_stream_run(stream, per_thread_default, &work, false);
+    /* A synchronous memset of device memory does not block the host; one of
+     * pinned host memory does. */
+    bool blocks = synchronization != ASYNCHRONOUS_API && !is_device_resident((uintptr_t)destination);
+    return sim_stream_run(stream, per_thread_default, &work, blocks);
 }
 
 #define MEMSET_1D(name, type, size, per_thread)                                                \
     SIM_EXPORT CUresult name(CUdeviceptr dstDevice, type value, size_t N)                      \
     {                                                                                          \
         SIM_ENTER(#name);                                                                      \
-        CUresult unsafe = sim_capture_check_unsafe_call();                                     \
-        if (unsafe != CUDA_SUCCESS)                                                            \
-            return unsafe;                                                                     \
-        return memset_2d(dstDevice, 0, value, size, N, 1, NULL, per_thread, true);             \
+        return memset_2d(dstDevice, 0, value, size, N, 1, NULL, per_thread,                    \
+                         SYNCHRONOUS_DEVICE);                                                  \
     }
 #define MEMSET_1D_ASYNC(name, type, size, per_thread)                                          \
     SIM_EXPORT CUresult name(CUdeviceptr dstDevice, type value, size_t N, CUstream hStream)    \
     {                                                                                          \
         SIM_ENTER(#name);                                                                      \
-        return memset_2d(dstDevice, 0, value, size, N, 1, hStream, per_thread, false);         \
+        return memset_2d(dstDevice, 0, value, size, N, 1, hStream, per_thread,                 \
+                         ASYNCHRONOUS_API);                                                    \
     }
 #define MEMSET_2D(name, type, size, per_thread)                                                \
     SIM_EXPORT CUresult name(CUdeviceptr dstDevice, size_t dstPitch, type value, size_t Width, \
                              size_t Height)                                                    \
     {                                                                                          \
         SIM_ENTER(#name);                                                                      \
-        CUresult unsafe = sim_capture_check_unsafe_call();                                     \
-        if (unsafe != CUDA_SUCCESS)                                                            \
-            return unsafe;                                                                     \
         return memset_2d(dstDevice, dstPitch, value, size, Width, Height, NULL, per_thread,    \
-                         true);                                                                \
+                         SYNCHRONOUS_DEVICE);                                                  \
     }
 #define MEMSET_2D_ASYNC(name, type, size, per_thread)                                          \
     SIM_EXPORT CUresult name(CUdeviceptr dstDevice, size_t dstPitch, type value, size_t Width, \
@@ -288,7 +434,7 @@ static CUresult memset_2d(CUdeviceptr destination, size_t pitch, unsigned value,
     {                                                                                          \
         SIM_ENTER(#name);                                                                      \
         return memset_2d(dstDevice, dstPitch, value, size, Width, Height, hStream, per_thread, \
-                         false);                                                               \
+                         ASYNCHRONOUS_API);                                                    \
     }
 
 MEMSET_1D(cuMemsetD8_v2, unsigned char, 1, false)

@@ -77,6 +77,8 @@ static const struct {
     {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
     {CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR},
     {CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 1},
+    {CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 1},
+    {CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, 1},
     {CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 1},
     {CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT, 4},
     {CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS, 1},
@@ -119,31 +121,34 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+static CUresult total_memory(CUdevice dev, size_t *bytes)
+{
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result == CUDA_SUCCESS)
+        *bytes = device->capacity;
+    return result;
+}
+
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     SIM_ENTER("cuDeviceTotalMem_v2");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
     if (bytes == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *bytes = device->capacity;
-    return CUDA_SUCCESS;
+    return total_memory(dev, bytes);
 }
 
 SIM_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
     SIM_ENTER("cuDeviceTotalMem");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
+    size_t capacity;
     if (bytes == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = total_memory(dev, &capacity);
     /* The 32-bit form saturates rather than wrapping. */
-    *bytes = device->capacity > 0xFFFFFFFFu ? 0xFFFFFFFFu : (unsigned int)device->capacity;
-    return CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS)
+        *bytes = capacity > 0xFFFFFFFFu ? 0xFFFFFFFFu : (unsigned int)capacity;
+    return result;
 }
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
@@ -173,38 +178,32 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUd
     return CUDA_SUCCESS;
 }
 
-static void device_uuid(const struct sim_device *device, CUuuid *uuid)
+/* A stable, recognisable UUID per simulated device. */
+static CUresult device_uuid(CUdevice dev, CUuuid *uuid)
 {
     static const char prefix[] = "gpusim-device";
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (uuid == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
     memset(uuid->bytes, 0, sizeof uuid->bytes);
     memcpy(uuid->bytes, prefix, sizeof prefix - 1);
     uuid->bytes[15] = (char)device->ordinal;
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
     SIM_ENTER("cuDeviceGetUuid");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (uuid == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    device_uuid(device, uuid);
-    return CUDA_SUCCESS;
+    return device_uuid(dev, uuid);
 }
 
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
     SIM_ENTER("cuDeviceGetUuid_v2");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (uuid == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    device_uuid(device, uuid);
-    return CUDA_SUCCESS;
+    return device_uuid(dev, uuid);
 }
 
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
@@ -264,4 +263,35 @@ SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUde
     /* All simulated devices share one host address space, like NVLink peers. */
     *canAccessPeer = dev != peerDev;
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib,
+                                            CUdevice srcDevice, CUdevice dstDevice)
+{
+    SIM_ENTER("cuDeviceGetP2PAttribute");
+    struct sim_device *source, *destination;
+    CUresult result = sim_device_lookup(srcDevice, &source);
+    if (result == CUDA_SUCCESS)
+        result = sim_device_lookup(dstDevice, &destination);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (srcDevice == dstDevice)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attrib) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+        *value = 0; /* one NVLink-like fabric: every pair ranks the same */
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+        *value = 1;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED:
+        *value = 0;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
 }

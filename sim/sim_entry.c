@@ -85,6 +85,8 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init)
     if (!atomic_load_explicit(&entry->registered, memory_order_acquire))
         register_entry_point(entry);
     atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&sim.forked_after_init, memory_order_relaxed))
+        return needs_init ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
     if (!atomic_load_explicit(&sim.initialized, memory_order_acquire))
         return needs_init ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
     return injected_failure(entry);

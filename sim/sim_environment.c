@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 static _Noreturn void reject(const char *variable, const char *text, const char *accepted)
 {
@@ -16,7 +17,8 @@ static _Noreturn void reject(const char *variable, const char *text, const char 
     exit(2);
 }
 
-bool sim_parse_size(const char *text, size_t *bytes)
+/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
+static bool parse_size(const char *text, size_t *bytes)
 {
     static const struct {
         const char *unit;
@@ -48,6 +50,8 @@ static const char devices_accepted[] = "expected a whole number of devices from 
 static const char memory_accepted[] =
     "expected a size such as 80GiB, 512MiB or 1073741824 (units B, KiB, MiB, GiB, TiB), "
     "at least 2MiB";
+static const char granularity_accepted[] =
+    "expected a power of two from the host page size to 1GiB, such as 2MiB or 64KiB";
 static const char fail_accepted[] =
     "expected comma-separated rules NAME:N, NAME:N+, NAME:N:ERROR (N >= 1; ERROR one of oom, "
     "invalid, unknown, not_ready, a CUDA_ERROR_* name or a number) or rate:P:seed:S "
@@ -80,7 +84,8 @@ static bool parse_rate_rule(char *fields[], int field_count, struct sim_settings
     return true;
 }
 
-static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings)
+static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings,
+                             const char *text)
 {
     if (field_count < 2 || field_count > 3 || settings->fail_rule_count >= SIM_MAX_FAIL_RULES)
         return false;
@@ -91,6 +96,13 @@ static bool parse_named_rule(char *fields[], int field_count, struct sim_setting
     for (size_t i = 0; i < name_length; i++)
         if (!isalnum((unsigned char)fields[0][i]) && fields[0][i] != '_')
             return false;
+    if (!sim_is_entry_point_name(fields[0])) {
+        fprintf(stderr,
+                "gpusim: bad GPUSIM_FAIL value '%s': %s is not a simulated driver entry point "
+                "(expected a name such as cuMemAlloc or cuMemAlloc_v2)\n",
+                text, fields[0]);
+        exit(2);
+    }
     size_t count_length = strlen(fields[1]);
     bool and_later = count_length > 0 && fields[1][count_length - 1] == '+';
     if (and_later)
@@ -131,7 +143,7 @@ static void parse_fail_rules(const char *text, struct sim_settings *settings)
             cursor = colon + 1;
         }
         bool ok = strcmp(fields[0], "rate") == 0 ? parse_rate_rule(fields, field_count, settings)
-                                                 : parse_named_rule(fields, field_count, settings);
+                                                 : parse_named_rule(fields, field_count, settings, text);
         if (!ok)
             reject("GPUSIM_FAIL", text, fail_accepted);
     }
@@ -153,9 +165,19 @@ void sim_read_environment(struct sim_settings *settings)
     const char *memory = getenv("GPUSIM_MEMORY");
     if (memory != NULL) {
         size_t bytes;
-        if (!sim_parse_size(memory, &bytes) || bytes < SIM_PAGE_GRANULARITY)
+        if (!parse_size(memory, &bytes) || bytes < SIM_LARGE_PAGE)
             reject("GPUSIM_MEMORY", memory, memory_accepted);
         settings->memory_per_device = bytes;
+    }
+    settings->granularity = SIM_LARGE_PAGE;
+    const char *granularity = getenv("GPUSIM_GRANULARITY");
+    if (granularity != NULL) {
+        size_t bytes;
+        if (!parse_size(granularity, &bytes) || bytes < (size_t)sysconf(_SC_PAGESIZE) ||
+            bytes > ((size_t)1 << 30) ||
+            (bytes & (bytes - 1)) != 0)
+            reject("GPUSIM_GRANULARITY", granularity, granularity_accepted);
+        settings->granularity = bytes;
     }
     const char *fail = getenv("GPUSIM_FAIL");
     if (fail != NULL && fail[0] != '\0')

@@ -157,7 +157,6 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flag
         /* Recorded into the graph: the event now belongs to the capture and
          * cannot be queried or waited for from the host. */
         capture_id = stream->capture->id;
-        sim_capture_record_node(stream);
     }
     sim_unlock();
     if (capture_id != 0) {
@@ -335,8 +334,6 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
             stream->capture = capture;
         else if (stream->capture != capture)
             result = CUDA_ERROR_STREAM_CAPTURE_MERGE;
-        if (result == CUDA_SUCCESS)
-            sim_capture_record_node(stream);
         sim_unlock();
     } else if (target != NULL) {
         struct sim_work work = {.kind = SIM_WORK_WAIT};

@@ -31,9 +31,10 @@
  * cuGetProcAddress requests. */
 #define SIM_DRIVER_VERSION 13000
 #define SIM_MAX_DEVICES 16
-/* VMM granularity and the alignment of large cuMemAlloc regions, as on
+/* The driver's large page: large cuMemAlloc regions are aligned to it and
+ * charged in whole pages, and it is the default VMM granularity, as on
  * Hopper. */
-#define SIM_PAGE_GRANULARITY ((size_t)2 << 20)
+#define SIM_LARGE_PAGE ((size_t)2 << 20)
 /* cuMemAlloc guarantees at least this alignment for every allocation. */
 #define SIM_SMALL_ALIGNMENT ((size_t)512)
 
@@ -58,10 +59,10 @@ struct sim_entry_point {
 /* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL. */
 CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 
-#define SIM_ENTRY_(exported_name, klass, needs_init)                                    \
+#define SIM_ENTRY_(exported_name, entry_class_value, needs_init)                                    \
     do {                                                                                \
         static struct sim_entry_point entry_point_ = {.name = exported_name,            \
-                                                      .entry_class = klass};            \
+                                                      .entry_class = entry_class_value};            \
         CUresult entry_result_ = sim_enter(&entry_point_, needs_init);                  \
         if (entry_result_ != CUDA_SUCCESS)                                              \
             return entry_result_;                                                       \
@@ -75,6 +76,10 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 
 /* All entry points called so far (for the stats file). */
 struct sim_entry_point *sim_registered_entry_points(void);
+
+/* True when `name` is a base or exported name of an implemented entry
+ * point (sim_proc_address.c). */
+bool sim_is_entry_point_name(const char *name);
 
 /* ---- environment (sim_environment.c) ------------------------------------ */
 
@@ -91,6 +96,7 @@ struct sim_fail_rule {
 struct sim_settings {
     int device_count;
     size_t memory_per_device;
+    size_t granularity; /* VMM allocation granularity */
     struct sim_fail_rule fail_rules[SIM_MAX_FAIL_RULES];
     int fail_rule_count;
     double fail_rate;
@@ -100,9 +106,6 @@ struct sim_settings {
 
 /* Parses GPUSIM_*; on a bad value prints one line and exits with status 2. */
 void sim_read_environment(struct sim_settings *settings);
-
-/* Size text such as "80GiB", "512MiB", "4096"; false when malformed. */
-bool sim_parse_size(const char *text, size_t *bytes);
 
 /* Error code for a GPUSIM_FAIL name ("oom", "invalid", 700, CUDA_ERROR_*). */
 bool sim_parse_error_name(const char *text, CUresult *error);
@@ -121,6 +124,11 @@ struct sim_device {
     size_t physical_bytes;      /* under sim.lock */
     size_t peak_physical_bytes; /* under sim.lock */
     struct sim_context *primary;
+    /* One sparse memfd holds every non-exportable cuMemCreate allocation of
+     * the device, each at its own offset, so thousands of pages do not need
+     * thousands of descriptors. -1 until first used; under sim.lock. */
+    int physical_file;
+    unsigned long long physical_file_end;
     struct sim_pool *default_pool;
     struct sim_pool *current_pool;
 };
@@ -155,8 +163,11 @@ struct sim_context {
     unsigned retain_count; /* primary: cuDevicePrimaryCtxRetain references */
     unsigned flags;
     unsigned long long id;
+    size_t limits[CU_LIMIT_MAX];
+    CUfunc_cache cache_config;
+    unsigned long long peer_devices; /* bit per device with peer access */
     struct sim_stream *legacy_stream;
-    LIST_HEAD(, sim_stream) streams; /* all live streams incl. legacy, per-thread */
+    LIST_HEAD(, sim_stream) streams; /* streams with a worker, incl. legacy and per-thread */
     /* Taken while a work item is queued, so that the implicit waits between
      * the legacy stream and blocking streams see a consistent order. */
     pthread_mutex_t submit_lock;
@@ -165,6 +176,9 @@ struct sim_context {
 struct sim_state {
     pthread_mutex_t lock;
     atomic_bool initialized;
+    /* Set in the child of a fork taken after cuInit: the driver's threads
+     * and state belong to the parent, so the child cannot use CUDA. */
+    atomic_bool forked_after_init;
     struct sim_settings settings;
     int device_count;
     struct sim_device devices[SIM_MAX_DEVICES];
@@ -188,10 +202,6 @@ CUresult sim_require_context(struct sim_context **context);
 CUresult sim_device_lookup(CUdevice ordinal, struct sim_device **device);
 /* Waits until every stream of the context has drained. */
 void sim_context_drain(struct sim_context *context);
-/* Called when a primary context is activated for the first time. */
-void sim_context_activate(struct sim_context *context);
-/* Frees streams, events and memory of a context (reset/destroy). */
-void sim_context_teardown(struct sim_context *context);
 
 /* ---- device memory accounting (sim_memory.c) ---------------------------- */
 
@@ -233,21 +243,27 @@ struct sim_range {
     LIST_HEAD(, sim_vmm_mapping) vmm_mappings; /* reservations only */
 };
 
+/* A zeroed range of `kind` owned by `context` (may be NULL) on `device`,
+ * with a fresh buffer id and no memfd; NULL when out of memory. Not yet
+ * registered. */
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device);
+
 /* Registry of ranges; call under sim.lock. */
 void sim_range_insert(struct sim_range *range);
-void sim_range_remove(struct sim_range *range);
 /* The range containing `address`, or NULL. */
 struct sim_range *sim_range_find(uintptr_t address);
 /* Applies `visit` to every range (stops when it returns false). */
 void sim_range_foreach(bool (*visit)(struct sim_range *, void *), void *argument);
 
-/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
- * followed by an inaccessible guard page; NULL when out of address space. */
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping);
 /* Allocates device memory of the current kind and registers it; charges the
  * capacity. Under sim.lock. */
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
                              struct sim_range **out);
+/* The range that starts at `address` and satisfies `accepts`, once the work
+ * queued in its context (which may still use it) has finished. Returns it
+ * with sim.lock held, or NULL without the lock when there is none. */
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *));
 /* Unregisters, unmaps and uncharges a range. Under sim.lock. */
 void sim_range_destroy(struct sim_range *range);
 /* Frees all device allocations that belong to a context. Under sim.lock. */
@@ -277,6 +293,8 @@ enum sim_work_kind {
     SIM_WORK_WAIT,
     SIM_WORK_FREE,
     SIM_WORK_MARKER,
+    SIM_WORK_WAIT_VALUE,
+    SIM_WORK_WRITE_VALUE,
 };
 
 struct sim_work {
@@ -285,9 +303,12 @@ struct sim_work {
     unsigned long long sequence;
     union {
         struct {
-            void *destination;
-            const void *source;
-            size_t bytes;
+            char *destination;
+            const char *source;
+            size_t bytes;              /* per row */
+            size_t height;             /* rows */
+            size_t destination_pitch;  /* bytes between rows */
+            size_t source_pitch;
         } copy;
         struct {
             uintptr_t destination;
@@ -316,6 +337,12 @@ struct sim_work {
         struct {
             struct sim_range *range;
         } free;
+        struct {
+            uintptr_t address;
+            uint64_t value;
+            unsigned width; /* 4 or 8 bytes */
+            unsigned flags; /* CU_STREAM_WAIT_VALUE_* for waits */
+        } memory_value;
     } u;
 };
 
@@ -326,8 +353,11 @@ struct sim_stream {
     int priority;
     bool legacy;
     bool per_thread;
+    bool closed; /* destroyed by the program; under sim.lock */
     unsigned long long id;
     atomic_int references;
+    /* In the context's list until its worker has finished, so that context
+     * synchronization also waits for destroyed streams' work. */
     LIST_ENTRY(sim_stream) context_link;
 
     pthread_mutex_t mutex;
@@ -335,7 +365,6 @@ struct sim_stream {
     TAILQ_HEAD(, sim_work) queue;
     unsigned long long submitted; /* sequence of the last queued item */
     unsigned long long completed; /* sequence of the last finished item */
-    bool worker_running;
     bool closing;
 
     struct sim_capture *capture; /* under sim.lock */
@@ -360,11 +389,19 @@ bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence);
 void sim_stream_drain(struct sim_stream *stream);
 void sim_stream_retain(struct sim_stream *stream);
 void sim_stream_release(struct sim_stream *stream);
-/* Closes a stream: queued work still runs, then it is freed. Under sim.lock. */
+/* Closes a stream: queued work still runs, then its worker leaves the
+ * context's list and it is freed. Under sim.lock. */
 void sim_stream_close(struct sim_stream *stream);
 /* Queues work and, for the synchronous forms, waits for it. */
 CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
                         bool synchronous);
+
+/* ---- stream memory operations (sim_stream_values.c) --------------------- */
+
+/* Worker side of cuStreamWaitValue*: returns once the condition holds. */
+void sim_wait_value(const struct sim_work *work);
+/* Worker side of cuStreamWriteValue*. */
+void sim_write_value(const struct sim_work *work);
 
 /* ---- events (sim_event.c) ----------------------------------------------- */
 
@@ -399,22 +436,17 @@ struct sim_capture {
     CUstreamCaptureStatus status;
     struct sim_stream *origin;
     pthread_t thread;
-    size_t node_count;
     struct sim_graph *graph;
     LIST_ENTRY(sim_capture) link;
 };
 
 struct sim_graph {
     struct sim_handle handle;
-    size_t node_count;
 };
 
 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread may not make a
  * potentially unsafe call now (and invalidates the capture that forbids it). */
 CUresult sim_capture_check_unsafe_call(void);
-/* Records a work item into the capture of `stream` instead of running it.
- * Under sim.lock. */
-void sim_capture_record_node(struct sim_stream *stream);
 /* Records an async allocation into the capture's graph. Under sim.lock. */
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address);
 /* Invalidates the capture of a stream (an illegal call was made). */
@@ -436,6 +468,7 @@ struct sim_pool {
     bool destroyed;       /* freed once its last allocation is */
     size_t allocation_count;
     int reuse_flags[3];   /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+    CUmemAccess_flags access[SIM_MAX_DEVICES]; /* per device; owner is RW */
     size_t reserved_current, reserved_high;
     size_t used_current, used_high;
     unsigned long long release_threshold;

@@ -38,7 +38,9 @@ static bool make_shareable(struct sim_range *range)
         return false;
     }
     /* Copy only pages that were ever touched: the rest read as zero in both
-     * and copying them would commit the whole allocation. */
+     * and copying them would commit the whole allocation. mincore reports
+     * swapped-out pages as absent, so on a swapping host their contents
+     * would be lost; test machines are not expected to swap. */
     size_t pages = usable / page;
     unsigned char *resident = malloc(pages);
     if (resident == NULL || mincore((void *)range->base, usable, resident) != 0) {
@@ -65,6 +67,12 @@ static bool make_shareable(struct sim_range *range)
     return true;
 }
 
+/* Only cuMemAlloc memory has legacy IPC handles. */
+static bool exportable_allocation(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_DEVICE;
+}
+
 SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     SIM_ENTER("cuIpcGetMemHandle");
@@ -74,22 +82,12 @@ SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     CUresult result = sim_require_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)dptr);
-    bool valid = range != NULL && range->kind == SIM_RANGE_DEVICE && range->base == (uintptr_t)dptr;
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* Queued copies may still write the allocation while it moves. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)dptr);
-    valid = range != NULL && range->kind == SIM_RANGE_DEVICE && range->base == (uintptr_t)dptr;
-    if (valid && !make_shareable(range))
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)dptr, exportable_allocation);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!make_shareable(range))
         result = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (!valid)
-        result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS) {
         struct ipc_handle_contents contents = {.pid = getpid(),
                                                .fd = range->shared_fd,
@@ -147,7 +145,7 @@ static CUresult open_memory_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(SIM_RANGE_IPC_IMPORT, context, context->device);
     void *mapping = MAP_FAILED;
     if (range != NULL)
         mapping = mmap(NULL, contents.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -160,14 +158,10 @@ static CUresult open_memory_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     range->size = contents.size;
     range->mapping = mapping;
     range->mapping_size = contents.size;
-    range->kind = SIM_RANGE_IPC_IMPORT;
-    range->device = context->device;
-    range->context = context;
     range->shared_fd = fd;
     range->buffer_id = contents.buffer_id;
     range->host_flags = (unsigned)contents.pid;
     range->ipc_open_count = 1;
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
@@ -220,18 +214,13 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int Flags)
     CUresult result = sim_require_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    struct sim_range *range = calloc(1, sizeof *range);
+    /* No mapping: the memory stays the caller's. */
+    struct sim_range *range = sim_range_new(SIM_RANGE_HOST, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     range->base = (uintptr_t)p;
     range->size = bytesize;
-    range->kind = SIM_RANGE_HOST; /* no mapping: the memory stays the caller's */
-    range->device = context->device;
-    range->context = context;
     range->host_flags = Flags;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     bool overlaps = sim_range_find(range->base) != NULL ||
                     sim_range_find(range->base + bytesize - 1) != NULL;

@@ -8,6 +8,7 @@
 #include "sim_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -21,12 +22,27 @@ RB_GENERATE_STATIC(sim_range_tree, sim_range, link, compare_ranges)
 
 static struct sim_range_tree ranges = RB_INITIALIZER(&ranges);
 
+struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *context,
+                                struct sim_device *device)
+{
+    struct sim_range *range = calloc(1, sizeof *range);
+    if (range == NULL)
+        return NULL;
+    range->kind = kind;
+    range->context = context;
+    range->device = device;
+    range->shared_fd = -1;
+    range->buffer_id = sim_next_id();
+    LIST_INIT(&range->vmm_mappings);
+    return range;
+}
+
 void sim_range_insert(struct sim_range *range)
 {
     RB_INSERT(sim_range_tree, &ranges, range);
 }
 
-void sim_range_remove(struct sim_range *range)
+static void range_remove(struct sim_range *range)
 {
     RB_REMOVE(sim_range_tree, &ranges, range);
 }
@@ -71,7 +87,10 @@ static size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
-void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void **mapping)
+/* Maps `size` bytes of lazily committed memory aligned to `alignment`,
+ * followed by an inaccessible guard page; NULL when out of address space. */
+static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
+                            void **mapping)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (alignment < page)
@@ -104,13 +123,29 @@ void *sim_map_region(size_t size, size_t alignment, size_t *mapping_size, void *
  * large pages; small ones are charged in 512-byte units. */
 static void allocation_shape(size_t size, size_t *alignment, size_t *physical)
 {
-    if (size >= SIM_PAGE_GRANULARITY) {
-        *alignment = SIM_PAGE_GRANULARITY;
-        *physical = round_up(size, SIM_PAGE_GRANULARITY);
+    if (size >= SIM_LARGE_PAGE) {
+        *alignment = SIM_LARGE_PAGE;
+        *physical = round_up(size, SIM_LARGE_PAGE);
     } else {
         *alignment = SIM_SMALL_ALIGNMENT;
         *physical = round_up(size, SIM_SMALL_ALIGNMENT);
     }
+}
+
+/* Device memory is not cleared by the driver: fresh allocations start with a
+ * recognisable pattern instead of zeros, so code that reads before writing
+ * does not pass by luck. Only the first and last page are written, to keep
+ * large allocations uncommitted. */
+#define FRESH_MEMORY_PATTERN 0xA5
+static void poison_fresh_memory(char *base, size_t size)
+{
+    size_t edge = 4096;
+    if (size <= 2 * edge) {
+        memset(base, FRESH_MEMORY_PATTERN, size);
+        return;
+    }
+    memset(base, FRESH_MEMORY_PATTERN, edge);
+    memset(base + size - edge, FRESH_MEMORY_PATTERN, edge);
 }
 
 CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_range_kind kind,
@@ -123,9 +158,9 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     struct sim_device *device = context->device;
     if (!sim_physical_charge(device, physical))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_range *range = calloc(1, sizeof *range);
-    void *base = range == NULL ? NULL
-                               : sim_map_region(size, alignment, &range->mapping_size,
+    struct sim_range *range = sim_range_new(kind, context, device);
+    char *base = range == NULL ? NULL
+                               : map_region(size, alignment, &range->mapping_size,
                                                 &range->mapping);
     if (base == NULL) {
         free(range);
@@ -135,12 +170,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     range->base = (uintptr_t)base;
     range->size = size;
     range->physical = physical;
-    range->kind = kind;
-    range->device = device;
-    range->context = context;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
+    poison_fresh_memory(base, size);
     sim_range_insert(range);
     *out = range;
     return CUDA_SUCCESS;
@@ -148,7 +178,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
 
 void sim_range_destroy(struct sim_range *range)
 {
-    sim_range_remove(range);
+    range_remove(range);
     if (range->mapping != NULL)
         munmap(range->mapping, range->mapping_size);
     if (range->shared_fd >= 0)
@@ -179,15 +209,20 @@ void sim_free_context_memory(struct sim_context *context)
 
 /* ---- cuMemAlloc / cuMemFree --------------------------------------------- */
 
+/* The current context for an allocation or a free, which are potentially
+ * unsafe during stream capture. */
+static CUresult allocation_context(struct sim_context **context)
+{
+    CUresult result = sim_capture_check_unsafe_call();
+    return result == CUDA_SUCCESS ? sim_require_context(context) : result;
+}
+
 static CUresult memory_allocate(CUdeviceptr *dptr, size_t bytesize)
 {
     if (dptr == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_range *range;
@@ -216,34 +251,45 @@ SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const struct sim_range *))
+{
+    sim_lock();
+    struct sim_range *range = sim_range_find(address);
+    bool found = range != NULL && range->base == address && accepts(range);
+    struct sim_context *owner = found ? range->context : NULL;
+    sim_unlock();
+    if (!found)
+        return NULL;
+    if (owner != NULL)
+        sim_context_drain(owner);
+    sim_lock();
+    /* Another thread may have freed it meanwhile. */
+    range = sim_range_find(address);
+    if (range != NULL && range->base == address && accepts(range))
+        return range;
+    sim_unlock();
+    return NULL;
+}
+
+static bool freeable_by_cuMemFree(const struct sim_range *range)
+{
+    return !range->free_pending && (range->kind == SIM_RANGE_DEVICE ||
+                                    range->kind == SIM_RANGE_POOL ||
+                                    range->kind == SIM_RANGE_MANAGED);
+}
+
 static CUresult memory_free(CUdeviceptr dptr)
 {
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
     if (dptr == 0)
         return CUDA_SUCCESS;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)dptr);
-    bool valid = range != NULL && range->base == (uintptr_t)dptr && !range->free_pending &&
-                 (range->kind == SIM_RANGE_DEVICE || range->kind == SIM_RANGE_POOL ||
-                  range->kind == SIM_RANGE_MANAGED);
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* cuMemFree synchronizes: in-flight work may still use the memory. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)dptr);
-    if (range == NULL || range->base != (uintptr_t)dptr || range->free_pending) {
-        sim_unlock();
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)dptr, freeable_by_cuMemFree);
+    if (range == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    }
     if (range->pool != NULL)
         sim_pool_free_now(range);
     else
@@ -382,30 +428,21 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
 {
     if (pp == NULL || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    struct sim_range *range = calloc(1, sizeof *range);
+    struct sim_range *range = sim_range_new(kind, context, context->device);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *base = sim_map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
+    void *base = map_region(bytesize, SIM_SMALL_ALIGNMENT, &range->mapping_size, &range->mapping);
     if (base == NULL) {
         free(range);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     range->base = (uintptr_t)base;
     range->size = bytesize;
-    range->kind = kind;
-    range->device = context->device;
-    range->context = context;
     range->host_flags = flags;
-    range->shared_fd = -1;
-    range->buffer_id = sim_next_id();
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
@@ -435,29 +472,25 @@ SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
     return host_allocate(pp, bytesize, 0, SIM_RANGE_HOST);
 }
 
+/* cuMemHostAlloc memory, as opposed to registered memory, which the program
+ * owns. */
+static bool allocated_pinned_memory(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_HOST && range->mapping != NULL;
+}
+
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
     SIM_ENTER("cuMemFreeHost");
-    CUresult result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_context *context;
-    result = sim_require_context(&context);
+    CUresult result = allocation_context(&context);
     if (result != CUDA_SUCCESS)
         return result;
-    sim_lock();
-    struct sim_range *range = sim_range_find((uintptr_t)p);
-    bool valid = range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST;
-    struct sim_context *owner = valid ? range->context : NULL;
-    sim_unlock();
-    if (!valid)
-        return CUDA_ERROR_INVALID_VALUE;
     /* Like cuMemFree, freeing pinned memory waits for work that may use it. */
-    sim_context_drain(owner);
-    sim_lock();
-    range = sim_range_find((uintptr_t)p);
-    if (range != NULL && range->base == (uintptr_t)p && range->kind == SIM_RANGE_HOST)
-        sim_range_destroy(range);
+    struct sim_range *range = sim_range_claim_idle((uintptr_t)p, allocated_pinned_memory);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_range_destroy(range);
     sim_unlock();
     return CUDA_SUCCESS;
 }

@@ -1,4 +1,4 @@
-/* Pointer attributes and the kernel-launch entry points. */
+/* Pointer attributes: what the driver knows about an address. */
 #include "sim_internal.h"
 
 #include <string.h>
@@ -143,30 +143,4 @@ SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
     }
     sim_unlock();
     return result;
-}
-
-/* The simulator has no GPU to run device code on: every launch fails the
- * way a binary without code for this architecture does. */
-SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                   unsigned int gridDimZ, unsigned int blockDimX,
-                                   unsigned int blockDimY, unsigned int blockDimZ,
-                                   unsigned int sharedMemBytes, CUstream hStream,
-                                   void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernel");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
-
-SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX,
-                                        unsigned int blockDimY, unsigned int blockDimZ,
-                                        unsigned int sharedMemBytes, CUstream hStream,
-                                        void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernel_ptsz");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
 }

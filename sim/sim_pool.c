@@ -13,6 +13,7 @@ struct sim_pool *sim_pool_create_default(struct sim_device *device)
         abort();
     pool->device = device;
     pool->is_default = true;
+    pool->access[device->ordinal] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     pool->reuse_flags[0] = pool->reuse_flags[1] = pool->reuse_flags[2] = 1;
     sim_handle_register(&pool->handle, SIM_HANDLE_POOL);
     return pool;
@@ -64,13 +65,9 @@ SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+static CUresult set_current_pool(struct sim_device *device, CUmemoryPool pool)
 {
-    SIM_ENTER("cuDeviceSetMemPool");
-    struct sim_device *device;
-    CUresult result = sim_device_lookup(dev, &device);
-    if (result != CUDA_SUCCESS)
-        return result;
+    CUresult result = CUDA_SUCCESS;
     sim_lock();
     struct sim_pool *chosen = (struct sim_pool *)pool;
     if (!sim_handle_is_live(chosen, SIM_HANDLE_POOL) || chosen->device != device)
@@ -79,6 +76,64 @@ SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         device->current_pool = chosen;
     sim_unlock();
     return result;
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    SIM_ENTER("cuDeviceSetMemPool");
+    struct sim_device *device;
+    CUresult result = sim_device_lookup(dev, &device);
+    return result == CUDA_SUCCESS ? set_current_pool(device, pool) : result;
+}
+
+/* The device a (location, allocation type) pair names; only device pinned
+ * memory is simulated. */
+static CUresult pool_location_device(const CUmemLocation *location, CUmemAllocationType type,
+                                     struct sim_device **device)
+{
+    if (location == NULL || type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return sim_device_lookup(location->id, device);
+}
+
+SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                           CUmemAllocationType type)
+{
+    SIM_ENTER("cuMemGetDefaultMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    if (result == CUDA_SUCCESS && pool_out == NULL)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        *pool_out = (CUmemoryPool)device->default_pool;
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                    CUmemAllocationType type)
+{
+    SIM_ENTER("cuMemGetMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    if (result == CUDA_SUCCESS && pool == NULL)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        sim_lock();
+        *pool = (CUmemoryPool)device->current_pool;
+        sim_unlock();
+    }
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
+                                    CUmemoryPool pool)
+{
+    SIM_ENTER("cuMemSetMemPool");
+    struct sim_device *device;
+    CUresult result = pool_location_device(location, type, &device);
+    return result == CUDA_SUCCESS ? set_current_pool(device, pool) : result;
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
@@ -94,6 +149,7 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *po
     if (created == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     created->device = device;
+    created->access[device->ordinal] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     created->reuse_flags[0] = created->reuse_flags[1] = created->reuse_flags[2] = 1;
     sim_lock();
     sim_handle_register(&created->handle, SIM_HANDLE_POOL);
@@ -212,6 +268,47 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
     return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    SIM_ENTER("cuMemPoolSetAccess");
+    struct sim_pool *target = (struct sim_pool *)pool;
+    if (map == NULL && count > 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    CUresult result = sim_handle_is_live(target, SIM_HANDLE_POOL) ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++) {
+        struct sim_device *device;
+        if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            sim_device_lookup(map[i].location.id, &device) != CUDA_SUCCESS)
+            result = CUDA_ERROR_INVALID_DEVICE;
+        else if (device == target->device &&
+                 map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            result = CUDA_ERROR_INVALID_DEVICE; /* the owner keeps full access */
+    }
+    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
+        target->access[map[i].location.id] = map[i].flags;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
+                                       CUmemLocation *location)
+{
+    SIM_ENTER("cuMemPoolGetAccess");
+    struct sim_pool *target = (struct sim_pool *)memPool;
+    struct sim_device *device;
+    if (flags == NULL || location == NULL || location->type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        sim_device_lookup(location->id, &device) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    bool live = sim_handle_is_live(target, SIM_HANDLE_POOL);
+    if (live)
+        *flags = target->access[location->id];
+    sim_unlock();
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- stream-ordered allocation ------------------------------------------ */
 
 static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, struct sim_pool *pool,
@@ -303,14 +400,12 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (stream->capture != NULL || range->kind == SIM_RANGE_CAPTURED) {
-        /* A free inside a capture is a graph node; a captured allocation can
-         * only be freed by a graph or after the graph ran. */
-        bool allowed = stream->capture != NULL;
-        if (allowed) {
-            sim_capture_record_node(stream);
-            if (range->kind == SIM_RANGE_CAPTURED)
-                range->free_pending = true;
-        }
+        /* Inside a capture the free is a graph node and must name a graph
+         * allocation; a graph allocation cannot be freed outside a graph
+         * before the graph has run, which it never does here. */
+        bool allowed = stream->capture != NULL && range->kind == SIM_RANGE_CAPTURED;
+        if (allowed)
+            range->free_pending = true;
         sim_unlock();
         return allowed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }

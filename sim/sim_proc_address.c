@@ -10,14 +10,23 @@ struct entry_point_variant {
     int version;     /* the CUDA version that introduced this variant */
     bool per_thread; /* a _ptds/_ptsz variant */
     void *function;
+    const char *exported_name;
 };
 
 static const struct entry_point_variant variants[] = {
 #define SIM_ENTRY_POINT(base, version, per_thread, symbol) \
-    {#base, version, per_thread, (void *)symbol},
+    {#base, version, per_thread, (void *)symbol, #symbol},
 #include "sim_entry_points.def"
 #undef SIM_ENTRY_POINT
 };
+
+bool sim_is_entry_point_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        if (strcmp(variants[i].base_name, name) == 0 || strcmp(variants[i].exported_name, name) == 0)
+            return true;
+    return false;
+}
 
 static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                         CUdriverProcAddressQueryResult *symbolStatus)

@@ -59,6 +59,12 @@ bool sim_handle_is_live(const void *pointer, enum sim_handle_kind kind)
 
 void sim_write_stats_at_exit(void);
 
+static void after_fork_in_child(void)
+{
+    if (atomic_load(&sim.initialized))
+        atomic_store(&sim.forked_after_init, true);
+}
+
 static void initialize_once(void)
 {
     sim_read_environment(&sim.settings);
@@ -67,6 +73,7 @@ static void initialize_once(void)
         struct sim_device *device = &sim.devices[i];
         device->ordinal = i;
         device->capacity = sim.settings.memory_per_device;
+        device->physical_file = -1;
         device->primary = calloc(1, sizeof *device->primary);
         if (device->primary == NULL)
             abort();
@@ -80,6 +87,7 @@ static void initialize_once(void)
     }
     if (sim.settings.stats_path[0] != '\0')
         atexit(sim_write_stats_at_exit);
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     /* Like the real driver, a failed cuInit (no device) leaves every other
      * call returning CUDA_ERROR_NOT_INITIALIZED. */
     atomic_store_explicit(&sim.initialized, sim.device_count > 0, memory_order_release);
@@ -88,6 +96,8 @@ static void initialize_once(void)
 SIM_EXPORT CUresult cuInit(unsigned int Flags)
 {
     SIM_ENTER_BEFORE_INIT("cuInit");
+    if (atomic_load(&sim.forked_after_init))
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();

@@ -52,7 +52,9 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
 {
     switch (work->kind) {
     case SIM_WORK_COPY:
-        memmove(work->u.copy.destination, work->u.copy.source, work->u.copy.bytes);
+        for (size_t row = 0; row < work->u.copy.height; row++)
+            memmove(work->u.copy.destination + row * work->u.copy.destination_pitch,
+                    work->u.copy.source + row * work->u.copy.source_pitch, work->u.copy.bytes);
         break;
     case SIM_WORK_SET:
         run_set(work);
@@ -78,6 +80,12 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
         break;
     case SIM_WORK_MARKER:
         break;
+    case SIM_WORK_WAIT_VALUE:
+        sim_wait_value(work);
+        break;
+    case SIM_WORK_WRITE_VALUE:
+        sim_write_value(work);
+        break;
     }
 }
 
@@ -99,9 +107,11 @@ static void *stream_worker(void *argument)
         pthread_cond_broadcast(&stream->changed);
         free(work);
     }
-    stream->worker_running = false;
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
+    sim_lock();
+    LIST_REMOVE(stream, context_link);
+    sim_unlock();
     sim_stream_release(stream);
     return NULL;
 }
@@ -118,12 +128,11 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
     stream->legacy = legacy;
     stream->per_thread = per_thread;
     stream->id = sim_next_id();
-    /* One reference for the context's list, one for the worker. */
-    atomic_init(&stream->references, 2);
+    /* The worker's reference; it ends when the stream is closed and drained. */
+    atomic_init(&stream->references, 1);
     pthread_mutex_init(&stream->mutex, NULL);
     pthread_cond_init(&stream->changed, NULL);
     TAILQ_INIT(&stream->queue);
-    stream->worker_running = true;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
@@ -146,7 +155,9 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
 
 void sim_stream_close(struct sim_stream *stream)
 {
-    LIST_REMOVE(stream, context_link);
+    if (stream->closed)
+        return;
+    stream->closed = true;
     if (stream->handle.kind == SIM_HANDLE_STREAM)
         sim_handle_unregister(&stream->handle);
     if (stream->capture != NULL && stream->capture->origin == stream)
@@ -156,7 +167,6 @@ void sim_stream_close(struct sim_stream *stream)
     stream->closing = true;
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->mutex);
-    sim_stream_release(stream);
 }
 
 /* ---- per-thread default streams ----------------------------------------- */
@@ -169,6 +179,31 @@ struct per_thread_stream {
 
 #define PER_THREAD_STREAM_SLOTS 8
 static _Thread_local struct per_thread_stream per_thread_streams[PER_THREAD_STREAM_SLOTS];
+
+static pthread_key_t thread_exit_key;
+static pthread_once_t thread_exit_key_once = PTHREAD_ONCE_INIT;
+
+/* A thread's per-thread default streams end with the thread; work it queued
+ * there still runs. */
+static void close_per_thread_streams(void *unused)
+{
+    (void)unused;
+    sim_lock();
+    for (int i = 0; i < PER_THREAD_STREAM_SLOTS; i++) {
+        struct per_thread_stream *slot = &per_thread_streams[i];
+        if (slot->context != NULL && sim_handle_is_live(slot->context, SIM_HANDLE_CONTEXT) &&
+            slot->context->active && slot->context_id == slot->context->id)
+            sim_stream_close(slot->stream);
+        slot->context = NULL;
+    }
+    sim_unlock();
+}
+
+static void create_thread_exit_key(void)
+{
+    if (pthread_key_create(&thread_exit_key, close_per_thread_streams) != 0)
+        abort();
+}
 
 /* Under sim.lock. */
 static CUresult per_thread_stream(struct sim_context *context, struct sim_stream **out)
@@ -196,6 +231,8 @@ static CUresult per_thread_stream(struct sim_context *context, struct sim_stream
     free_slot->context = context;
     free_slot->context_id = context->id;
     free_slot->stream = stream;
+    pthread_once(&thread_exit_key_once, create_thread_exit_key);
+    pthread_setspecific(thread_exit_key, per_thread_streams);
     *out = stream;
     return CUDA_SUCCESS;
 }
@@ -299,8 +336,7 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
     pthread_mutex_lock(&context->submit_lock);
     sim_lock();
     if (stream->capture != NULL) {
-        /* Captured work becomes a graph node and does not run now. */
-        sim_capture_record_node(stream);
+        /* Captured work belongs to the graph and does not run now. */
         sim_unlock();
         pthread_mutex_unlock(&context->submit_lock);
         if (copy->kind == SIM_WORK_WAIT)
@@ -443,22 +479,31 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
     return stream_destroy(hStream);
 }
 
-static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
+/* A stream the host is about to wait for or query. Neither is allowed on a
+ * capturing stream (it has no real work to observe), and trying invalidates
+ * its capture. */
+static CUresult stream_for_host_observation(CUstream hStream, bool per_thread_default,
+                                            struct sim_stream **stream)
 {
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
-    result = sim_capture_check_unsafe_call();
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, stream);
+    if (result == CUDA_SUCCESS)
+        result = sim_capture_check_unsafe_call();
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
-    bool capturing = stream->capture != NULL;
-    if (capturing)
-        sim_capture_invalidate(stream->capture);
+    struct sim_capture *capture = (*stream)->capture;
+    if (capture != NULL)
+        sim_capture_invalidate(capture);
     sim_unlock();
-    if (capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return capture != NULL ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
+{
+    struct sim_stream *stream;
+    CUresult result = stream_for_host_observation(hStream, per_thread_default, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
     atomic_fetch_add(&sim.synchronizations, 1);
     if (stream->legacy) {
         /* Synchronizing the legacy stream also waits for the blocking streams
@@ -490,19 +535,9 @@ SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 static CUresult stream_query(CUstream hStream, bool per_thread_default)
 {
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
+    CUresult result = stream_for_host_observation(hStream, per_thread_default, &stream);
     if (result != CUDA_SUCCESS)
         return result;
-    result = sim_capture_check_unsafe_call();
-    if (result != CUDA_SUCCESS)
-        return result;
-    sim_lock();
-    bool capturing = stream->capture != NULL;
-    if (capturing)
-        sim_capture_invalidate(stream->capture);
-    sim_unlock();
-    if (capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     unsigned long long last;
     return has_pending_work(stream, &last) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
@@ -519,98 +554,61 @@ SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
     return stream_query(hStream, true);
 }
 
-static CUresult stream_get_flags(CUstream hStream, unsigned int *flags, bool per_thread_default)
+enum stream_property {
+    STREAM_FLAGS,
+    STREAM_PRIORITY,
+    STREAM_ID,
+    STREAM_CONTEXT,
+    STREAM_DEVICE,
+};
+
+/* The cuStreamGet* queries: one property of a stream into `out`. */
+static CUresult stream_property(CUstream hStream, bool per_thread_default,
+                                enum stream_property property, void *out)
 {
-    if (flags == NULL)
+    if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
     CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *flags = stream->flags;
-    return result;
+    if (result != CUDA_SUCCESS)
+        return result;
+    switch (property) {
+    case STREAM_FLAGS:
+        *(unsigned int *)out = stream->flags;
+        break;
+    case STREAM_PRIORITY:
+        *(int *)out = stream->priority;
+        break;
+    case STREAM_ID:
+        *(unsigned long long *)out = stream->id;
+        break;
+    case STREAM_CONTEXT:
+        *(CUcontext *)out = (CUcontext)stream->context;
+        break;
+    case STREAM_DEVICE:
+        *(CUdevice *)out = stream->context->device->ordinal;
+        break;
+    }
+    return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-    SIM_ENTER("cuStreamGetFlags");
-    return stream_get_flags(hStream, flags, false);
-}
+#define STREAM_QUERY(name, type, property, per_thread)                                        \
+    SIM_EXPORT CUresult name(CUstream hStream, type *out)                                     \
+    {                                                                                         \
+        SIM_ENTER(#name);                                                                     \
+        return stream_property(hStream, per_thread, property, out);                           \
+    }
 
-SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-    SIM_ENTER("cuStreamGetFlags_ptsz");
-    return stream_get_flags(hStream, flags, true);
-}
-
-static CUresult stream_get_priority(CUstream hStream, int *priority, bool per_thread_default)
-{
-    if (priority == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *priority = stream->priority;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{
-    SIM_ENTER("cuStreamGetPriority");
-    return stream_get_priority(hStream, priority, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{
-    SIM_ENTER("cuStreamGetPriority_ptsz");
-    return stream_get_priority(hStream, priority, true);
-}
-
-static CUresult stream_get_id(CUstream hStream, unsigned long long *streamId,
-                              bool per_thread_default)
-{
-    if (streamId == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *streamId = stream->id;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
-{
-    SIM_ENTER("cuStreamGetId");
-    return stream_get_id(hStream, streamId, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
-{
-    SIM_ENTER("cuStreamGetId_ptsz");
-    return stream_get_id(hStream, streamId, true);
-}
-
-static CUresult stream_get_context(CUstream hStream, CUcontext *pctx, bool per_thread_default)
-{
-    if (pctx == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *pctx = (CUcontext)stream->context;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{
-    SIM_ENTER("cuStreamGetCtx");
-    return stream_get_context(hStream, pctx, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{
-    SIM_ENTER("cuStreamGetCtx_ptsz");
-    return stream_get_context(hStream, pctx, true);
-}
+STREAM_QUERY(cuStreamGetFlags, unsigned int, STREAM_FLAGS, false)
+STREAM_QUERY(cuStreamGetFlags_ptsz, unsigned int, STREAM_FLAGS, true)
+STREAM_QUERY(cuStreamGetPriority, int, STREAM_PRIORITY, false)
+STREAM_QUERY(cuStreamGetPriority_ptsz, int, STREAM_PRIORITY, true)
+STREAM_QUERY(cuStreamGetId, unsigned long long, STREAM_ID, false)
+STREAM_QUERY(cuStreamGetId_ptsz, unsigned long long, STREAM_ID, true)
+STREAM_QUERY(cuStreamGetCtx, CUcontext, STREAM_CONTEXT, false)
+STREAM_QUERY(cuStreamGetCtx_ptsz, CUcontext, STREAM_CONTEXT, true)
+STREAM_QUERY(cuStreamGetDevice, CUdevice, STREAM_DEVICE, false)
+STREAM_QUERY(cuStreamGetDevice_ptsz, CUdevice, STREAM_DEVICE, true)
 
 SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
 {
@@ -618,7 +616,7 @@ SIM_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreen
     if (pGreenCtx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     *pGreenCtx = NULL; /* green contexts are not simulated */
-    return stream_get_context(hStream, pCtx, false);
+    return stream_property(hStream, false, STREAM_CONTEXT, pCtx);
 }
 
 SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
@@ -628,30 +626,7 @@ SIM_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
     if (pGreenCtx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     *pGreenCtx = NULL;
-    return stream_get_context(hStream, pCtx, true);
-}
-
-static CUresult stream_get_device(CUstream hStream, CUdevice *device, bool per_thread_default)
-{
-    if (device == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result == CUDA_SUCCESS)
-        *device = stream->context->device->ordinal;
-    return result;
-}
-
-SIM_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
-{
-    SIM_ENTER("cuStreamGetDevice");
-    return stream_get_device(hStream, device, false);
-}
-
-SIM_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
-{
-    SIM_ENTER("cuStreamGetDevice_ptsz");
-    return stream_get_device(hStream, device, true);
+    return stream_property(hStream, true, STREAM_CONTEXT, pCtx);
 }
 
 static CUresult launch_host_function(CUstream hStream, CUhostFn fn, void *userData,

@@ -1,11 +1,12 @@
 /* The virtual memory management API. A reservation is PROT_NONE address
- * space; a physical allocation is a sparse memfd charged to the device; a
- * mapping maps the memfd there but keeps it inaccessible until
+ * space; a physical allocation is a range of a sparse memfd, charged to the
+ * device; a mapping maps that range there but keeps it inaccessible until
  * cuMemSetAccess, as on a GPU. Physical memory returns to the device only
  * when its handle is released and its last mapping is gone. */
 #include "sim_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,7 +15,9 @@ struct sim_physical {
     struct sim_handle handle;
     struct sim_device *device;
     size_t size;
-    int fd;
+    int fd;            /* the device's shared file, or its own when exportable */
+    off_t offset;      /* where the allocation starts in fd */
+    bool own_file;
     unsigned handle_references; /* cuMemCreate + cuMemRetainAllocationHandle */
     unsigned map_count;
     CUmemAllocationProp properties;
@@ -30,7 +33,7 @@ struct sim_vmm_mapping {
 
 static bool is_granular(size_t value)
 {
-    return value % SIM_PAGE_GRANULARITY == 0;
+    return value % sim.settings.granularity == 0;
 }
 
 /* Under sim.lock. */
@@ -38,7 +41,11 @@ static void physical_destroy_if_unused(struct sim_physical *physical)
 {
     if (physical->handle_references > 0 || physical->map_count > 0)
         return;
-    close(physical->fd);
+    if (physical->own_file)
+        close(physical->fd);
+    else /* give the pages back; the offset range is never reused */
+        fallocate(physical->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, physical->offset,
+                  (off_t)physical->size);
     sim_physical_release(physical->device, physical->size);
     free(physical);
 }
@@ -66,8 +73,38 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
     CUresult result = validate_properties(prop, &device);
     if (result != CUDA_SUCCESS)
         return result;
-    *granularity = SIM_PAGE_GRANULARITY;
+    *granularity = sim.settings.granularity;
     return CUDA_SUCCESS;
+}
+
+/* Gives a new allocation its backing: its own memfd when it may be exported
+ * as a file descriptor, else a fresh range of the device's shared file.
+ * Under sim.lock, with `size` already charged (uncharged on failure). */
+static bool place_physical(struct sim_physical *physical, struct sim_device *device, size_t size,
+                           bool exportable)
+{
+    if (exportable) {
+        physical->fd = memfd_create("gpusim-exportable", MFD_CLOEXEC);
+        if (physical->fd >= 0 && ftruncate(physical->fd, (off_t)size) == 0) {
+            physical->own_file = true;
+            return true;
+        }
+        if (physical->fd >= 0)
+            close(physical->fd);
+        sim_physical_release(device, size);
+        return false;
+    }
+    if (device->physical_file < 0)
+        device->physical_file = memfd_create("gpusim-physical", MFD_CLOEXEC);
+    unsigned long long end = device->physical_file_end + size;
+    if (device->physical_file < 0 || ftruncate(device->physical_file, (off_t)end) != 0) {
+        sim_physical_release(device, size);
+        return false;
+    }
+    physical->fd = device->physical_file;
+    physical->offset = (off_t)device->physical_file_end;
+    device->physical_file_end = end;
+    return true;
 }
 
 SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -84,20 +121,14 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     if (physical == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     sim_lock();
-    bool charged = sim_physical_charge(device, size);
+    bool placed = sim_physical_charge(device, size);
+    if (placed)
+        placed = place_physical(physical, device, size,
+                                (prop->requestedHandleTypes &
+                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0);
     sim_unlock();
-    if (!charged) {
+    if (!placed) {
         free(physical);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    physical->fd = memfd_create("gpusim-physical", MFD_CLOEXEC);
-    if (physical->fd < 0 || ftruncate(physical->fd, (off_t)size) != 0) {
-        if (physical->fd >= 0)
-            close(physical->fd);
-        free(physical);
-        sim_lock();
-        sim_physical_release(device, size);
-        sim_unlock();
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     physical->device = device;
@@ -136,9 +167,9 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
     if (ptr == NULL || flags != 0 || size == 0 || size % page != 0 || addr % page != 0 ||
         (alignment & (alignment - 1)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (alignment < SIM_PAGE_GRANULARITY)
-        alignment = SIM_PAGE_GRANULARITY;
-    struct sim_range *range = calloc(1, sizeof *range);
+    if (alignment < sim.settings.granularity)
+        alignment = sim.settings.granularity;
+    struct sim_range *range = sim_range_new(SIM_RANGE_RESERVATION, NULL, NULL);
     if (range == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     char *base = NULL;
@@ -170,9 +201,6 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
     range->size = size;
     range->mapping = base;
     range->mapping_size = size;
-    range->kind = SIM_RANGE_RESERVATION;
-    range->shared_fd = -1;
-    LIST_INIT(&range->vmm_mappings);
     sim_lock();
     sim_range_insert(range);
     sim_unlock();
@@ -235,7 +263,8 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                 result = CUDA_ERROR_INVALID_VALUE;
     }
     if (result == CUDA_SUCCESS &&
-        mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, physical->fd, 0) ==
+        mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, physical->fd,
+             physical->offset) ==
             MAP_FAILED)
         result = CUDA_ERROR_OUT_OF_MEMORY;
     if (result == CUDA_SUCCESS) {
@@ -462,8 +491,7 @@ SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
     CUresult result = CUDA_ERROR_INVALID_VALUE;
-    if (sim_handle_is_live(physical, SIM_HANDLE_PHYSICAL) &&
-        (physical->properties.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+    if (sim_handle_is_live(physical, SIM_HANDLE_PHYSICAL) && physical->own_file) {
         int fd = dup(physical->fd);
         if (fd >= 0) {
             *(int *)shareableHandle = fd;

@@ -7,8 +7,10 @@
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpusim.h"
@@ -54,6 +56,27 @@ static inline void *per_thread_variant(const char *base, int version)
 
 typedef CUresult (*allocate_async_function)(CUdeviceptr *, size_t, CUstream);
 typedef CUresult (*stream_id_function)(CUstream, unsigned long long *);
+
+/* A host function that stores `written` after sleeping, to show whether
+ * work queued behind it waited. */
+static inline void sleep_milliseconds(int milliseconds)
+{
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = milliseconds * 1000000L};
+    nanosleep(&pause, NULL);
+}
+
+struct late_write {
+    atomic_int value;
+    int delay_milliseconds;
+    int written;
+};
+
+static inline void CUDA_CB write_late(void *argument)
+{
+    struct late_write *late = argument;
+    sleep_milliseconds(late->delay_milliseconds);
+    atomic_store(&late->value, late->written);
+}
 
 #define FAULT_EXIT_STATUS 77
 

@@ -47,6 +47,9 @@ Test(capture, unsafe_calls_fail_and_invalidate_a_global_capture)
     CUdeviceptr pointer;
     EXPECT_RESULT(cuMemAlloc(&pointer, 1024), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT_RESULT(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUdeviceptr no_copy = 0;
+    EXPECT_RESULT(cuMemcpyDtoD(no_copy, no_copy, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT_RESULT(cuMemsetD8(no_copy, 0, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     CUstreamCaptureStatus status;
     EXPECT_OK(cuStreamIsCapturing(stream, &status));
     cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
@@ -139,10 +142,17 @@ Test(capture, captured_work_and_events_do_not_run)
 Test(capture, async_allocations_inside_a_capture_are_graph_memory)
 {
     start_device(0);
+    CUdeviceptr before_capture;
+    EXPECT_OK(cuMemAllocAsync(&before_capture, 4096, NULL));
+    size_t physical_before = gpusim_physical_bytes(0);
     CUstream stream = capturing_stream(CU_STREAM_CAPTURE_MODE_GLOBAL);
+    EXPECT_RESULT(cuMemFreeAsync(before_capture, stream), CUDA_ERROR_INVALID_VALUE);
     CUdeviceptr pointer;
     EXPECT_OK(cuMemAllocAsync(&pointer, 4 << 20, stream));
-    cr_assert_eq(gpusim_physical_bytes(0), 0, "nothing is allocated until the graph runs");
+    cr_assert_eq(gpusim_physical_bytes(0), physical_before,
+                 "nothing is allocated until the graph runs");
+    EXPECT_OK(cuMemFreeAsync(pointer, stream));
+    EXPECT_RESULT(cuMemFreeAsync(pointer, stream), CUDA_ERROR_INVALID_VALUE);
     cr_assert(faults_in_child(write_byte, (void *)pointer));
     CUgraph graph;
     EXPECT_OK(cuStreamEndCapture(stream, &graph));

@@ -203,4 +203,49 @@ Test(launch, kernels_cannot_run_and_say_so)
     start_device(0);
     EXPECT_RESULT(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
                   CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                             .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1};
+    EXPECT_RESULT(cuLaunchKernelEx(&config, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    EXPECT_RESULT(cuLaunchCooperativeKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL),
+                  CUDA_ERROR_NO_BINARY_FOR_GPU);
+}
+
+Test(contexts, limits_and_cache_configuration)
+{
+    start_device(0);
+    size_t heap;
+    EXPECT_OK(cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE));
+    cr_assert_eq(heap, 8 << 20);
+    EXPECT_OK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20));
+    EXPECT_OK(cuCtxGetLimit(&heap, CU_LIMIT_MALLOC_HEAP_SIZE));
+    cr_assert_eq(heap, 64 << 20);
+    EXPECT_RESULT(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
+    EXPECT_RESULT(cuCtxGetLimit(&heap, CU_LIMIT_MAX), CUDA_ERROR_INVALID_VALUE);
+    CUfunc_cache config;
+    EXPECT_OK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1));
+    EXPECT_OK(cuCtxGetCacheConfig(&config));
+    cr_assert_eq(config, CU_FUNC_CACHE_PREFER_L1);
+}
+
+Test(contexts, peer_access_between_devices, .init = two_devices)
+{
+    EXPECT_OK(cuInit(0));
+    CUcontext zero, one;
+    EXPECT_OK(cuDevicePrimaryCtxRetain(&zero, 0));
+    EXPECT_OK(cuDevicePrimaryCtxRetain(&one, 1));
+    EXPECT_OK(cuCtxSetCurrent(zero));
+    int can_access;
+    EXPECT_OK(cuDeviceCanAccessPeer(&can_access, 0, 1));
+    cr_assert_eq(can_access, 1);
+    int supported;
+    EXPECT_OK(cuDeviceGetP2PAttribute(&supported, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1));
+    cr_assert_eq(supported, 1);
+    EXPECT_RESULT(cuDeviceGetP2PAttribute(&supported, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+                                          1, 1),
+                  CUDA_ERROR_INVALID_DEVICE);
+    EXPECT_RESULT(cuCtxDisablePeerAccess(one), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    EXPECT_OK(cuCtxEnablePeerAccess(one, 0));
+    EXPECT_RESULT(cuCtxEnablePeerAccess(one, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    EXPECT_RESULT(cuCtxEnablePeerAccess(zero, 0), CUDA_ERROR_INVALID_DEVICE);
+    EXPECT_OK(cuCtxDisablePeerAccess(one));
 }

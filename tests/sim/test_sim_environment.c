@@ -92,10 +92,20 @@ Test(environment, bad_failure_rules)
     expect_rejected("GPUSIM_FAIL", "cuMemAlloc:x");
     expect_rejected("GPUSIM_FAIL", "cuMemAlloc:2:sometimes");
     expect_rejected("GPUSIM_FAIL", "malloc:2");
+    expect_rejected("GPUSIM_FAIL", "cuMemAloc:2");
+    expect_rejected("GPUSIM_FAIL", "cuMemCreate:1,cuMemMapp:1");
     expect_rejected("GPUSIM_FAIL", "rate:1.5:seed:3");
     expect_rejected("GPUSIM_FAIL", "rate:0.1:3");
     expect_accepted("GPUSIM_FAIL", "cuMemCreate:3,cuMemMap:2:oom,cuMemAlloc:1+:700");
     expect_accepted("GPUSIM_FAIL", "rate:0.01:seed:42");
+}
+
+Test(environment, bad_granularities)
+{
+    expect_rejected("GPUSIM_GRANULARITY", "3MiB");
+    expect_rejected("GPUSIM_GRANULARITY", "1KiB");
+    expect_rejected("GPUSIM_GRANULARITY", "2GiB");
+    expect_accepted("GPUSIM_GRANULARITY", "64KiB");
 }
 
 Test(environment, bad_stats_path)

@@ -138,6 +138,7 @@ Test(host_memory, registration)
     CUdeviceptr device_view;
     EXPECT_OK(cuMemHostGetDevicePointer(&device_view, buffer, 0));
     cr_assert_eq(device_view, (CUdeviceptr)buffer);
+    EXPECT_RESULT(cuMemFreeHost(buffer), CUDA_ERROR_INVALID_VALUE);
     EXPECT_OK(cuMemHostUnregister(buffer));
     EXPECT_RESULT(cuMemHostUnregister(buffer), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
@@ -174,8 +175,37 @@ Test(pointer_attributes, device_allocation)
                   CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The child side of the IPC test: opens the handle from the pipe, checks
+ * the parent's bytes and writes its own; exits 0 when all held. */
+static int ipc_child(int handle_pipe, int status_pipe)
+{
+    start_device(0);
+    CUipcMemHandle handle;
+    if (read(handle_pipe, &handle, sizeof handle) != (ssize_t)sizeof handle)
+        return 1;
+    CUdeviceptr mapped;
+    unsigned char seen = 0, status = 2;
+    if (cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == CUDA_SUCCESS &&
+        cuMemcpyDtoH(&seen, mapped + 100, 1) == CUDA_SUCCESS && seen == 0x11 &&
+        cuMemsetD8(mapped + 200, 0x22, 1) == CUDA_SUCCESS && cuCtxSynchronize() == CUDA_SUCCESS &&
+        cuIpcCloseMemHandle(mapped) == CUDA_SUCCESS)
+        status = 0;
+    return write(status_pipe, &status, 1) == 1 ? 0 : 1;
+}
+
 Test(ipc, another_process_sees_the_same_memory)
 {
+    /* The child forks before either side initialises the driver, as CUDA
+     * requires of processes that share memory. */
+    int handle_pipe[2], status_pipe[2];
+    cr_assert_eq(pipe(handle_pipe), 0);
+    cr_assert_eq(pipe(status_pipe), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        close(handle_pipe[1]);
+        _exit(ipc_child(handle_pipe[0], status_pipe[1]));
+    }
     start_device(0);
     CUdeviceptr pointer;
     EXPECT_OK(cuMemAlloc(&pointer, 1 << 20));
@@ -187,27 +217,47 @@ Test(ipc, another_process_sees_the_same_memory)
     CUdeviceptr opened;
     EXPECT_RESULT(cuIpcOpenMemHandle(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                   CUDA_ERROR_INVALID_CONTEXT);
-    int to_parent[2];
-    cr_assert_eq(pipe(to_parent), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        /* A fresh process would call cuInit itself; the fork already has. */
-        unsigned char status = 1;
-        CUdeviceptr mapped;
-        if (cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
-                CUDA_SUCCESS &&
-            ((unsigned char *)mapped)[100] == 0x11) {
-            ((unsigned char *)mapped)[200] = 0x22;
-            status = cuIpcCloseMemHandle(mapped) == CUDA_SUCCESS ? 0 : 2;
-        }
-        if (write(to_parent[1], &status, 1) != 1)
-            _exit(3);
-        _exit(0);
-    }
+    cr_assert_eq(write(handle_pipe[1], &handle, sizeof handle), (ssize_t)sizeof handle);
     unsigned char status = 9;
-    cr_assert_eq(read(to_parent[0], &status, 1), 1);
-    waitpid(child, NULL, 0);
+    cr_assert_eq(read(status_pipe[0], &status, 1), 1);
+    int exit_status;
+    waitpid(child, &exit_status, 0);
     cr_assert_eq(status, 0, "child status %d", status);
     cr_assert_eq(((unsigned char *)pointer)[200], 0x22, "the child's write is visible here");
     EXPECT_OK(cuMemFree(pointer));
+}
+
+Test(fork, a_child_forked_after_cuInit_cannot_use_the_driver)
+{
+    start_device(0);
+    CUdeviceptr pointer;
+    EXPECT_OK(cuMemAlloc(&pointer, 4096));
+    int status_pipe[2];
+    cr_assert_eq(pipe(status_pipe), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        CUresult results[3] = {cuMemAlloc(&pointer, 4096), cuInit(0), cuCtxSynchronize()};
+        _exit(write(status_pipe[1], results, sizeof results) == sizeof results ? 0 : 1);
+    }
+    CUresult results[3];
+    cr_assert_eq(read(status_pipe[0], results, sizeof results), (ssize_t)sizeof results);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 3; i++)
+        EXPECT_RESULT(results[i], CUDA_ERROR_NOT_INITIALIZED);
+    EXPECT_OK(cuMemFree(pointer));
+}
+
+Test(allocation, fresh_device_memory_is_not_zeroed)
+{
+    start_device(0);
+    CUdeviceptr small, large;
+    EXPECT_OK(cuMemAlloc(&small, 64));
+    EXPECT_OK(cuMemAllocAsync(&large, 64 << 20, NULL));
+    unsigned char first[64], last[16];
+    EXPECT_OK(cuMemcpyDtoH(first, small, sizeof first));
+    EXPECT_OK(cuMemcpyDtoH(last, large + (64 << 20) - sizeof last, sizeof last));
+    cr_assert_neq(first[0], 0, "the driver does not clear device memory");
+    cr_assert_neq(first[63], 0);
+    cr_assert_neq(last[15], 0);
+    cr_assert_lt(gpusim_physical_bytes(0), (size_t)65 << 20);
 }

@@ -1,31 +1,12 @@
 /* Asynchronous execution on the simulated driver: stream order, events, the
  * legacy default stream's implicit synchronization, per-thread streams and
- * stream-ordered allocation. Multithreaded: also run under TSan. */
+ * stream memory operations. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
 #include "sim_test_support.h"
-
-static void sleep_milliseconds(int milliseconds)
-{
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = milliseconds * 1000000L};
-    nanosleep(&pause, NULL);
-}
-
-struct late_write {
-    atomic_int value;
-    int delay_milliseconds;
-    int written;
-};
-
-static void CUDA_CB write_late(void *argument)
-{
-    struct late_write *late = argument;
-    sleep_milliseconds(late->delay_milliseconds);
-    atomic_store(&late->value, late->written);
-}
 
 Test(streams, a_late_host_function_is_visible_only_after_its_event)
 {
@@ -93,11 +74,12 @@ static bool legacy_work_waits_for(unsigned stream_flags)
     return atomic_load(&legacy.seen_at) > atomic_load(&slow_done.seen_at);
 }
 
-Test(streams, legacy_stream_waits_for_blocking_streams_only)
+/* That non-blocking streams do not order with the legacy stream is checked
+ * without timing in implicit_legacy_synchronization_with_a_held_stream. */
+Test(streams, legacy_stream_waits_for_blocking_streams)
 {
     start_device(0);
     cr_assert(legacy_work_waits_for(CU_STREAM_DEFAULT));
-    cr_assert_not(legacy_work_waits_for(CU_STREAM_NON_BLOCKING));
 }
 
 /* Work on `stream` queued after slow legacy work runs before or after it. */
@@ -116,20 +98,17 @@ static bool stream_waits_for_legacy(CUstream stream)
 Test(streams, blocking_streams_wait_for_prior_legacy_work)
 {
     start_device(0);
-    CUstream blocking, non_blocking;
+    CUstream blocking;
     EXPECT_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
-    EXPECT_OK(cuStreamCreateWithPriority(&non_blocking, CU_STREAM_NON_BLOCKING, -1));
     cr_assert(stream_waits_for_legacy(blocking));
-    cr_assert_not(stream_waits_for_legacy(non_blocking));
     cr_assert(stream_waits_for_legacy(CU_STREAM_PER_THREAD),
               "the per-thread stream is a blocking stream");
     EXPECT_OK(cuStreamDestroy(blocking));
-    EXPECT_OK(cuStreamDestroy(non_blocking));
 }
 
 Test(streams, flags_priority_and_ids)
 {
-    start_device(0);
+    CUcontext context = start_device(0);
     CUstream stream;
     EXPECT_OK(cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, -3));
     unsigned flags;
@@ -139,6 +118,13 @@ Test(streams, flags_priority_and_ids)
     EXPECT_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
     cr_assert_eq(flags, CU_STREAM_NON_BLOCKING);
     cr_assert_eq(priority, -3);
+    CUcontext owner;
+    CUdevice device = -1;
+    EXPECT_OK(cuStreamGetCtx(stream, &owner));
+    EXPECT_OK(cuStreamGetDevice(stream, &device));
+    cr_assert_eq(owner, context);
+    cr_assert_eq(device, 0);
+    EXPECT_RESULT(cuStreamGetDevice(stream, NULL), CUDA_ERROR_INVALID_VALUE);
     cr_assert(greatest <= priority && priority <= least);
     unsigned long long id, legacy_id, per_thread_id, default_id;
     EXPECT_OK(cuStreamGetId(stream, &id));
@@ -266,84 +252,106 @@ Test(streams, destroying_a_busy_stream_lets_its_work_finish)
     EXPECT_OK(cuEventDestroy(done));
 }
 
-Test(async_allocation, free_is_stream_ordered)
+struct thread_stream_work {
+    CUcontext context;
+    struct late_write *late;
+    unsigned long long stream_id;
+};
+
+static void *queue_on_per_thread_stream_and_exit(void *argument)
 {
-    start_device(0);
-    CUstream stream;
-    EXPECT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr pointer;
-    EXPECT_OK(cuMemAllocAsync(&pointer, 3 << 20, stream));
-    cr_assert_eq(gpusim_physical_bytes(0), (size_t)4 << 20);
-    struct late_write late = {.delay_milliseconds = 100, .written = 1};
-    EXPECT_OK(cuLaunchHostFunc(stream, write_late, &late));
-    EXPECT_OK(cuMemFreeAsync(pointer, stream));
-    cr_assert_eq(gpusim_physical_bytes(0), (size_t)4 << 20, "not yet reached by the stream");
-    ((volatile char *)pointer)[0] = 1; /* still valid: the free has not run */
-    EXPECT_RESULT(cuMemFreeAsync(pointer, stream), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_OK(cuStreamSynchronize(stream));
-    cr_assert_eq(gpusim_physical_bytes(0), 0);
-    cr_assert(faults_in_child(read_byte, (void *)pointer), "use after the stream-ordered free");
-    EXPECT_OK(cuStreamDestroy(stream));
+    struct thread_stream_work *work = argument;
+    cuCtxSetCurrent(work->context);
+    cuStreamGetId(CU_STREAM_PER_THREAD, &work->stream_id);
+    cuLaunchHostFunc(CU_STREAM_PER_THREAD, write_late, work->late);
+    return NULL;
 }
 
-Test(async_allocation, pools)
+Test(streams, a_threads_per_thread_stream_finishes_its_work_after_the_thread_ends)
 {
-    start_device(0);
-    CUmemoryPool default_pool, current, created;
-    EXPECT_OK(cuDeviceGetDefaultMemPool(&default_pool, 0));
-    EXPECT_OK(cuDeviceGetMemPool(&current, 0));
-    cr_assert_eq(default_pool, current);
-    CUmemPoolProps properties;
-    memset(&properties, 0, sizeof properties);
-    properties.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    properties.location.id = 0;
-    EXPECT_OK(cuMemPoolCreate(&created, &properties));
-    CUdeviceptr pointer;
-    EXPECT_OK(cuMemAllocFromPoolAsync(&pointer, 1000, created, NULL));
-    cuuint64_t used, used_default;
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    EXPECT_OK(cuMemPoolGetAttribute(default_pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used_default));
-    cr_assert_eq(used, 1000);
-    cr_assert_eq(used_default, 0);
-    CUmemoryPool owner;
-    EXPECT_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer));
-    cr_assert_eq(owner, created);
-    EXPECT_OK(cuDeviceSetMemPool(0, created));
-    CUdeviceptr from_current;
-    allocate_async_function allocate_ptsz =
-        (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
-    EXPECT_OK(allocate_ptsz(&from_current, 10, NULL));
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    cr_assert_eq(used, 1010);
-    EXPECT_OK(cuMemFreeAsync(pointer, NULL));
-    EXPECT_OK(cuMemFree(from_current));
+    CUcontext context = start_device(0);
+    struct late_write late = {.delay_milliseconds = 80, .written = 9};
+    struct thread_stream_work work = {.context = context, .late = &late};
+    pthread_t thread;
+    pthread_create(&thread, NULL, queue_on_per_thread_stream_and_exit, &work);
+    pthread_join(thread, NULL);
+    unsigned long long calls_before = gpusim_call_count("cuCtxSynchronize");
     EXPECT_OK(cuCtxSynchronize());
-    EXPECT_OK(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
-    cr_assert_eq(used, 0);
-    EXPECT_RESULT(cuMemPoolDestroy(default_pool), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_OK(cuMemPoolDestroy(created));
-    EXPECT_OK(cuDeviceGetMemPool(&current, 0));
-    cr_assert_eq(current, default_pool);
+    cr_assert_eq(gpusim_call_count("cuCtxSynchronize"), calls_before + 1);
+    cr_assert_eq(atomic_load(&late.value), 9, "queued work ran although its thread is gone");
+    unsigned long long mine;
+    EXPECT_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &mine));
+    cr_assert_neq(mine, work.stream_id);
 }
 
-Test(copies, synchronous_copies_and_memsets)
+static void CUDA_CB mark_ran(void *argument)
+{
+    atomic_store((atomic_int *)argument, 1);
+}
+
+/* Holds `blocked` with cuStreamWaitValue32 on a pinned flag, queues a host
+ * function on `probe`, and reports whether it ran while `blocked` was held
+ * (the same check as tests/gpu/twin_streams.cu). A probe that should run is
+ * given seconds; one that should wait, a short while. */
+#define SHOULD_RUN 5000
+#define SHOULD_WAIT 200
+static bool runs_while_blocked(CUstream blocked, CUstream probe, int patience_milliseconds)
+{
+    unsigned *flag;
+    CUdeviceptr flag_on_device;
+    EXPECT_OK(cuMemHostAlloc((void **)&flag, sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP));
+    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    EXPECT_OK(cuMemHostGetDevicePointer(&flag_on_device, flag, 0));
+    EXPECT_OK(cuStreamWaitValue32(blocked, flag_on_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    atomic_int ran = 0;
+    EXPECT_OK(cuLaunchHostFunc(probe, mark_ran, &ran));
+    for (int waited = 0; waited < patience_milliseconds && !atomic_load(&ran); waited++)
+        sleep_milliseconds(1);
+    bool ran_while_blocked = atomic_load(&ran);
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    EXPECT_OK(cuCtxSynchronize());
+    cr_assert_eq(atomic_load(&ran), 1);
+    EXPECT_OK(cuMemFreeHost(flag));
+    return ran_while_blocked;
+}
+
+Test(streams, implicit_legacy_synchronization_with_a_held_stream)
 {
     start_device(0);
-    CUdeviceptr a, b;
-    EXPECT_OK(cuMemAlloc(&a, 1 << 16));
-    EXPECT_OK(cuMemAlloc(&b, 1 << 16));
-    EXPECT_OK(cuMemsetD16(a, 0xBEEF, 1 << 15));
-    EXPECT_OK(cuMemcpyDtoD(b, a, 1 << 16));
-    unsigned short host[8];
-    EXPECT_OK(cuMemcpyDtoH(host, b + 64, sizeof host));
-    cr_assert_eq(host[7], 0xBEEF);
-    EXPECT_OK(cuMemsetD2D8(a, 256, 0x7, 16, 4));
-    unsigned char rows[1024];
-    EXPECT_OK(cuMemcpy((CUdeviceptr)rows, a, sizeof rows));
-    cr_assert_eq(rows[256 + 15], 0x7);
-    cr_assert_eq(rows[256 + 16], 0xEF, "outside the 2D region");
-    EXPECT_RESULT(cuMemcpyHtoD(a + (1 << 16) - 4, host, 8), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_RESULT(cuMemsetD32(a + 2, 0, 1), CUDA_ERROR_INVALID_VALUE);
-    EXPECT_RESULT(cuMemcpyHtoD((CUdeviceptr)rows, host, 8), CUDA_ERROR_INVALID_VALUE);
+    CUstream blocking, non_blocking;
+    EXPECT_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    EXPECT_OK(cuStreamCreate(&non_blocking, CU_STREAM_NON_BLOCKING));
+    cr_assert_not(runs_while_blocked(blocking, CU_STREAM_LEGACY, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(non_blocking, CU_STREAM_LEGACY, SHOULD_RUN));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, blocking, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(CU_STREAM_LEGACY, non_blocking, SHOULD_RUN));
+    cr_assert_not(runs_while_blocked(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, SHOULD_WAIT));
+    cr_assert(runs_while_blocked(blocking, non_blocking, SHOULD_RUN),
+              "two created streams never order");
+    EXPECT_OK(cuStreamDestroy(blocking));
+    EXPECT_OK(cuStreamDestroy(non_blocking));
 }
+
+Test(streams, write_value_and_wait_value_conditions)
+{
+    start_device(0);
+    CUdeviceptr words;
+    EXPECT_OK(cuMemAlloc(&words, 64));
+    EXPECT_OK(cuMemsetD8(words, 0, 64));
+    EXPECT_OK(cuStreamWriteValue32(NULL, words, 7, 0));
+    EXPECT_OK(cuStreamWriteValue64(NULL, words + 8, 0x100000000ULL, 0));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words, 7, CU_STREAM_WAIT_VALUE_EQ));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words, 2, CU_STREAM_WAIT_VALUE_AND));
+    EXPECT_OK(cuStreamWaitValue64(NULL, words + 8, 0xFFFFFFFFULL, CU_STREAM_WAIT_VALUE_GEQ));
+    EXPECT_OK(cuStreamWaitValue32(NULL, words + 16, 1, CU_STREAM_WAIT_VALUE_NOR));
+    EXPECT_OK(cuStreamSynchronize(NULL));
+    unsigned long long back[2];
+    EXPECT_OK(cuMemcpyDtoH(back, words, sizeof back));
+    cr_assert_eq(back[0], 7);
+    cr_assert_eq(back[1], 0x100000000ULL);
+    EXPECT_RESULT(cuStreamWaitValue32(NULL, words + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    int on_stack;
+    EXPECT_RESULT(cuStreamWriteValue32(NULL, (CUdeviceptr)&on_stack, 1, 0),
+                  CUDA_ERROR_INVALID_VALUE);
+}
+

@@ -2,6 +2,7 @@
  * mapping, access, unmapping and release, with faults where a GPU would
  * fault. */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "sim_test_support.h"
 
@@ -201,4 +202,102 @@ Test(vmm, the_same_physical_memory_mapped_twice_is_shared)
     EXPECT_OK(cuMemRelease(handle));
     EXPECT_OK(cuMemAddressFree(first, PAGE));
     EXPECT_OK(cuMemAddressFree(second, PAGE));
+}
+
+static void eight_gibibytes(void)
+{
+    setenv("GPUSIM_MEMORY", "8GiB", 1);
+}
+
+Test(vmm, thousands_of_pages_need_no_descriptor_each, .init = eight_gibibytes)
+{
+    struct rlimit descriptors;
+    getrlimit(RLIMIT_NOFILE, &descriptors);
+    descriptors.rlim_cur = 256; /* far fewer than the pages below */
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &descriptors), 0);
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    enum { PAGES = 3000 };
+    static CUmemGenericAllocationHandle handles[PAGES];
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, PAGES * PAGE, 0, 0, 0));
+    for (int i = 0; i < PAGES; i++) {
+        EXPECT_OK(cuMemCreate(&handles[i], PAGE, &properties, 0));
+        EXPECT_OK(cuMemMap(base + i * PAGE, PAGE, 0, handles[i], 0));
+    }
+    grant_access(base, PAGES * PAGE);
+    ((volatile char *)base)[0] = 1;
+    ((volatile char *)base)[(PAGES - 1) * PAGE] = 2;
+    cr_assert_eq(((volatile char *)base)[0], 1, "pages do not alias each other");
+    EXPECT_OK(cuMemUnmap(base, PAGES * PAGE));
+    for (int i = 0; i < PAGES; i++)
+        EXPECT_OK(cuMemRelease(handles[i]));
+    cr_assert_eq(gpusim_physical_bytes(0), 0);
+    /* Released pages come back zeroed, as fresh physical memory. */
+    CUmemGenericAllocationHandle again;
+    EXPECT_OK(cuMemCreate(&again, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base, PAGE, 0, again, 0));
+    grant_access(base, PAGE);
+    cr_assert_eq(((volatile char *)base)[0], 0);
+    EXPECT_OK(cuMemUnmap(base, PAGE));
+    EXPECT_OK(cuMemRelease(again));
+    EXPECT_OK(cuMemAddressFree(base, PAGES * PAGE));
+}
+
+Test(vmm, exportable_allocations_share_through_a_file_descriptor)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUmemGenericAllocationHandle plain, exportable;
+    EXPECT_OK(cuMemCreate(&plain, PAGE, &properties, 0));
+    int descriptor = -1;
+    EXPECT_RESULT(cuMemExportToShareableHandle(&descriptor, plain,
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                  CUDA_ERROR_INVALID_VALUE);
+    properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    EXPECT_OK(cuMemCreate(&exportable, PAGE, &properties, 0));
+    EXPECT_OK(cuMemExportToShareableHandle(&descriptor, exportable,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, PAGE, 0, 0, 0));
+    EXPECT_OK(cuMemMap(base, PAGE, 0, exportable, 0));
+    grant_access(base, PAGE);
+    ((volatile char *)base)[4096] = 99;
+    char seen = 0;
+    cr_assert_eq(pread(descriptor, &seen, 1, 4096), 1);
+    cr_assert_eq(seen, 99, "the exported descriptor is the same memory");
+    close(descriptor);
+    EXPECT_OK(cuMemUnmap(base, PAGE));
+    EXPECT_OK(cuMemRelease(exportable));
+    EXPECT_OK(cuMemRelease(plain));
+    EXPECT_OK(cuMemAddressFree(base, PAGE));
+}
+
+static void small_pages(void)
+{
+    setenv("GPUSIM_GRANULARITY", "64KiB", 1);
+}
+
+Test(vmm, granularity_comes_from_the_environment, .init = small_pages)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    size_t granularity;
+    EXPECT_OK(cuMemGetAllocationGranularity(&granularity, &properties,
+                                            CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    cr_assert_eq(granularity, 64 << 10);
+    CUmemGenericAllocationHandle handle;
+    EXPECT_RESULT(cuMemCreate(&handle, 96 << 10, &properties, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemCreate(&handle, 128 << 10, &properties, 0));
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 1 << 20, 0, 0, 0));
+    cr_assert_eq(base % (64 << 10), 0);
+    EXPECT_OK(cuMemMap(base + (64 << 10), 128 << 10, 0, handle, 0));
+    grant_access(base + (64 << 10), 128 << 10);
+    ((volatile char *)base)[(192 << 10) - 1] = 1;
+    cr_assert(faults_in_child(write_byte, (void *)(base + (192 << 10))));
+    cr_assert_eq(gpusim_physical_bytes(0), 128 << 10);
+    EXPECT_OK(cuMemUnmap(base + (64 << 10), 128 << 10));
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(base, 1 << 20));
 }

@@ -12,7 +12,7 @@
 
 #include "gpusim.h"
 
-#define THREADS 6
+#define THREADS 7
 #define ROUNDS 40
 
 static atomic_int failures;
@@ -138,6 +138,38 @@ static void *legacy_ordering(void *argument)
     return NULL;
 }
 
+static void CUDA_CB never_runs(void *argument)
+{
+    atomic_store((atomic_int *)argument, 1);
+}
+
+/* Thread-local captures in one thread while the others keep allocating:
+ * they must neither fail the others nor run captured work. */
+static void *capture_cycles(void *argument)
+{
+    (void)argument;
+    CHECK_OK(cuCtxSetCurrent(context));
+    CUstream stream;
+    CHECK_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    atomic_int ran = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        CHECK_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        CUdeviceptr graph_memory;
+        CHECK_OK(cuMemAllocAsync(&graph_memory, 1 << 20, stream));
+        CHECK_OK(cuLaunchHostFunc(stream, never_runs, &ran));
+        CHECK_OK(cuMemFreeAsync(graph_memory, stream));
+        CUstreamCaptureStatus status;
+        CHECK_OK(cuStreamIsCapturing(stream, &status));
+        CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+        CUgraph graph;
+        CHECK_OK(cuStreamEndCapture(stream, &graph));
+        CHECK_OK(cuGraphDestroy(graph));
+    }
+    CHECK(atomic_load(&ran) == 0);
+    CHECK_OK(cuStreamDestroy(stream));
+    return NULL;
+}
+
 int main(void)
 {
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&context, 0) != CUDA_SUCCESS) {
@@ -146,7 +178,8 @@ int main(void)
     }
     void *(*workers[])(void *) = {stream_ordered_round_trips, stream_ordered_round_trips,
                                   per_thread_copies,          per_thread_copies,
-                                  vmm_cycles,                 legacy_ordering};
+                                  vmm_cycles,                 legacy_ordering,
+                                  capture_cycles};
     pthread_t threads[THREADS];
     for (int i = 0; i < THREADS; i++)
         pthread_create(&threads[i], NULL, workers[i], (void *)(intptr_t)(i + 1));

@@ -1,0 +1,139 @@
+/* Context lifetime, peer access and pool selection. When a context dies
+ * (cudaDeviceReset, the last primary-context release, cuCtxDestroy) the
+ * driver frees its memory itself: the device's cache is forgotten, never
+ * freed a second time. */
+#include "device_state.h"
+#include "hook_support.h"
+#include "hooks.h"
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!hook_passes_through())
+        device_forget(dev);
+    return driver->primary_ctx_reset(dev);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!hook_passes_through())
+        device_forget(dev);
+    return driver->primary_ctx_reset_v2(dev);
+}
+
+/* A release destroys the primary context only when it was the last
+ * reference, which the state query tells afterwards. */
+static void primary_context_released(const struct real_driver *driver, CUdevice dev)
+{
+    unsigned int flags = 0;
+    int active = 1;
+    if (driver->primary_ctx_get_state(dev, &flags, &active) == CUDA_SUCCESS && !active)
+        device_forget(dev);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->primary_ctx_release(dev);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        primary_context_released(driver, dev);
+    return result;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->primary_ctx_release_v2(dev);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        primary_context_released(driver, dev);
+    return result;
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!hook_passes_through())
+        device_forget_context(ctx);
+    return driver->ctx_destroy(ctx);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!hook_passes_through())
+        device_forget_context(ctx);
+    return driver->ctx_destroy_v2(ctx);
+}
+
+/* The device of `context`, asked of the driver when the library does not
+ * serve that context yet. */
+static int device_of_context(const struct real_driver *driver, CUcontext context)
+{
+    for (int device = 0; device < device_count_limit(); device++)
+        if (device_context(device) == context)
+            return device;
+    CUdevice found = -1;
+    if (driver->ctx_push_current(context) != CUDA_SUCCESS)
+        return -1;
+    if (driver->ctx_get_device(&found) != CUDA_SUCCESS)
+        found = -1;
+    CUcontext popped;
+    driver->ctx_pop_current(&popped);
+    return found;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->ctx_enable_peer_access(peerContext, Flags);
+    if (result != CUDA_SUCCESS || hook_passes_through())
+        return result;
+    /* Plain segments become peer-accessible through the driver; mapped
+     * (expandable) memory only through access set per mapping, so every
+     * mapping the owner's cache makes from now on also grants the accessing
+     * device (cuda_driver.c's set_access adds the granted peers). */
+    CUcontext current;
+    int accessor;
+    if (!device_of_current_context(driver, &current, &accessor))
+        return result;
+    int owner = device_of_context(driver, peerContext);
+    if (owner < 0)
+        return result;
+    device_grant_peer(owner, accessor);
+    return result;
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->device_set_mem_pool(dev, pool);
+    device_pools_changed();
+    return result;
+}
+
+CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->mem_set_mem_pool(location, type, pool);
+    device_pools_changed();
+    return result;
+}

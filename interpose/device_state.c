@@ -1,0 +1,409 @@
+/* Per-device bookkeeping behind the hooks. Hot paths (finding the allocator
+ * for a context) read atomics; everything that changes takes the device's
+ * lock, which is never held across a call into a live allocator (which
+ * calls back here for events) or a driver call that may block. */
+#include "device_state.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_driver.h"
+#include "library_lifecycle.h"
+#include "log.h"
+
+struct live_stream {
+    CUstream stream;
+    bool non_blocking;
+};
+
+struct device_state {
+    pthread_mutex_t lock;
+    struct gpucache_allocator *allocator; /* atomic; NULL until first use */
+    CUcontext context;                    /* atomic; NULL when not serving */
+    unsigned generation;                  /* atomic; bumped on forget */
+
+    struct live_stream *streams;
+    size_t stream_count;
+    size_t stream_capacity;
+
+    CUevent *idle_events;
+    size_t idle_event_count;
+    size_t idle_event_capacity;
+
+    bool peer_granted[GPUCACHE_MAX_DEVICES];
+
+    unsigned pool_generation_checked; /* atomic */
+    bool default_pool_current;        /* atomic */
+
+    /* The statistics of the last allocator forgotten with its context. */
+    bool has_retired_stats;
+    struct gpucache_stats retired_stats;
+};
+
+static struct device_state devices[GPUCACHE_MAX_DEVICES];
+static unsigned pool_generation = 1; /* atomic; 0 means never checked */
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static __thread CUcontext thread_context __attribute__((tls_model("initial-exec")));
+
+static void devices_initialise(void)
+{
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++)
+        pthread_mutex_init(&devices[i].lock, NULL);
+}
+
+static struct device_state *device_get(int device)
+{
+    if (device < 0 || device >= GPUCACHE_MAX_DEVICES)
+        return NULL;
+    pthread_once(&devices_once, devices_initialise);
+    return &devices[device];
+}
+
+int device_count_limit(void)
+{
+    return GPUCACHE_MAX_DEVICES;
+}
+
+gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
+                                size_t size, gpucache_stream stream, uint64_t *address)
+{
+    thread_context = context;
+    gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
+    thread_context = NULL;
+    return result;
+}
+
+CUcontext device_thread_context(void)
+{
+    return thread_context;
+}
+
+bool device_of_current_context(const struct real_driver *driver, CUcontext *context, int *device)
+{
+    CUcontext current = NULL;
+    if (driver->ctx_get_current(&current) != CUDA_SUCCESS || !current)
+        return false;
+    *context = current;
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+        if (__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) == current) {
+            *device = i;
+            return true;
+        }
+    }
+    CUdevice found = 0;
+    if (driver->ctx_get_device(&found) != CUDA_SUCCESS)
+        return false;
+    *device = (int)found;
+    return true;
+}
+
+int device_of_stream(const struct real_driver *driver, CUstream stream)
+{
+    pthread_once(&devices_once, devices_initialise);
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+        struct device_state *state = &devices[i];
+        if (!__atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE))
+            continue;
+        pthread_mutex_lock(&state->lock);
+        bool found = false;
+        for (size_t s = 0; s < state->stream_count && !found; s++)
+            found = state->streams[s].stream == stream;
+        pthread_mutex_unlock(&state->lock);
+        if (found)
+            return i;
+    }
+    CUcontext context = NULL;
+    if (driver->stream_get_ctx(stream, &context) != CUDA_SUCCESS || !context)
+        return -1;
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++)
+        if (__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) == context)
+            return i;
+    return -1;
+}
+
+struct gpucache_allocator *device_allocator_for(int device, CUcontext context)
+{
+    struct device_state *state = device_get(device);
+    if (!state || !context)
+        return NULL;
+    struct gpucache_allocator *allocator = __atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE);
+    CUcontext served = __atomic_load_n(&state->context, __ATOMIC_ACQUIRE);
+    if (allocator && served == context)
+        return allocator;
+    if (served && served != context)
+        return NULL;
+    pthread_mutex_lock(&state->lock);
+    served = state->context;
+    if (!served) {
+        /* Context first, then the allocator: a reader that sees the
+         * allocator also sees the context it serves. */
+        struct gpucache_allocator *created =
+            gpucache_allocator_create(library_config(), cuda_driver_interface(), device);
+        if (created) {
+            __atomic_store_n(&state->context, context, __ATOMIC_RELEASE);
+            __atomic_store_n(&state->allocator, created, __ATOMIC_RELEASE);
+            served = context;
+        }
+    }
+    allocator = served == context ? state->allocator : NULL;
+    pthread_mutex_unlock(&state->lock);
+    return allocator;
+}
+
+struct gpucache_allocator *device_allocator(int device)
+{
+    struct device_state *state = device_get(device);
+    return state ? __atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE) : NULL;
+}
+
+CUcontext device_context(int device)
+{
+    struct device_state *state = device_get(device);
+    return state ? __atomic_load_n(&state->context, __ATOMIC_ACQUIRE) : NULL;
+}
+
+gpucache_result device_free_anywhere(uint64_t address, enum gpucache_free_kind kind,
+                                     gpucache_stream stream)
+{
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+        struct gpucache_allocator *allocator = __atomic_load_n(&devices[i].allocator,
+                                                               __ATOMIC_ACQUIRE);
+        if (!allocator || !__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE))
+            continue;
+        gpucache_result result = gpucache_allocator_free(allocator, address, kind, stream);
+        if (result != GPUCACHE_ALLOCATOR_NOT_OURS)
+            return result;
+    }
+    return GPUCACHE_ALLOCATOR_NOT_OURS;
+}
+
+struct gpucache_allocator *device_allocator_owning(uint64_t address, int *device)
+{
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+        struct gpucache_allocator *allocator = __atomic_load_n(&devices[i].allocator,
+                                                               __ATOMIC_ACQUIRE);
+        if (allocator && __atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) &&
+            gpucache_allocator_owns(allocator, address)) {
+            if (device)
+                *device = i;
+            return allocator;
+        }
+    }
+    return NULL;
+}
+
+void device_forget(int device)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return;
+    pthread_mutex_lock(&state->lock);
+    struct gpucache_allocator *abandoned = state->context ? state->allocator : NULL;
+    if (abandoned) {
+        /* The driver already freed the memory, the events and the streams
+         * together with the context: forget them without a call. */
+        __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&state->allocator, NULL, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&state->generation, 1, __ATOMIC_ACQ_REL);
+        state->idle_event_count = 0;
+        state->stream_count = 0;
+        memset(state->peer_granted, 0, sizeof state->peer_granted);
+        __atomic_store_n(&state->pool_generation_checked, 0, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&state->lock);
+    if (!abandoned)
+        return;
+    /* Outside the device lock: the allocator takes its own lock, and calls
+     * back into this registry (for events) while it holds it. */
+    struct gpucache_stats stats;
+    gpucache_allocator_get_stats(abandoned, &stats);
+    gpucache_allocator_abandon(abandoned);
+    pthread_mutex_lock(&state->lock);
+    state->retired_stats = stats;
+    state->has_retired_stats = true;
+    pthread_mutex_unlock(&state->lock);
+}
+
+void device_forget_context(CUcontext context)
+{
+    if (!context)
+        return;
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++)
+        if (__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) == context)
+            device_forget(i);
+}
+
+void device_stream_created(int device, CUstream stream, bool non_blocking)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return;
+    pthread_mutex_lock(&state->lock);
+    if (state->stream_count == state->stream_capacity) {
+        size_t capacity = state->stream_capacity ? 2 * state->stream_capacity : 16;
+        struct live_stream *grown = realloc(state->streams, capacity * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&state->lock);
+            gpucache_log("out of host memory for the stream registry; frees may wait longer");
+            return;
+        }
+        state->streams = grown;
+        state->stream_capacity = capacity;
+    }
+    state->streams[state->stream_count++] = (struct live_stream){stream, non_blocking};
+    pthread_mutex_unlock(&state->lock);
+}
+
+int device_stream_destroyed(CUstream stream)
+{
+    pthread_once(&devices_once, devices_initialise);
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+        struct device_state *state = &devices[i];
+        pthread_mutex_lock(&state->lock);
+        for (size_t s = 0; s < state->stream_count; s++) {
+            if (state->streams[s].stream == stream) {
+                state->streams[s] = state->streams[--state->stream_count];
+                pthread_mutex_unlock(&state->lock);
+                return i;
+            }
+        }
+        pthread_mutex_unlock(&state->lock);
+    }
+    return -1;
+}
+
+CUstream *device_non_blocking_streams(int device, size_t *count)
+{
+    *count = 0;
+    struct device_state *state = device_get(device);
+    if (!state)
+        return NULL;
+    pthread_mutex_lock(&state->lock);
+    CUstream *copy = NULL;
+    if (state->stream_count) {
+        copy = malloc(state->stream_count * sizeof *copy);
+        for (size_t s = 0; copy && s < state->stream_count; s++)
+            if (state->streams[s].non_blocking)
+                copy[(*count)++] = state->streams[s].stream;
+    }
+    pthread_mutex_unlock(&state->lock);
+    return copy;
+}
+
+bool device_has_non_blocking_streams(int device)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return false;
+    pthread_mutex_lock(&state->lock);
+    bool found = false;
+    for (size_t s = 0; s < state->stream_count && !found; s++)
+        found = state->streams[s].non_blocking;
+    pthread_mutex_unlock(&state->lock);
+    return found;
+}
+
+CUevent device_take_event(const struct real_driver *driver, int device, unsigned *generation)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return NULL;
+    CUevent event = NULL;
+    pthread_mutex_lock(&state->lock);
+    *generation = state->generation;
+    if (state->idle_event_count)
+        event = state->idle_events[--state->idle_event_count];
+    pthread_mutex_unlock(&state->lock);
+    if (!event && driver->event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return NULL;
+    return event;
+}
+
+void device_return_event(const struct real_driver *driver, int device, CUevent event,
+                         unsigned generation)
+{
+    struct device_state *state = device_get(device);
+    if (!state || !event)
+        return;
+    pthread_mutex_lock(&state->lock);
+    if (generation != state->generation) {
+        pthread_mutex_unlock(&state->lock);
+        return; /* died with its context */
+    }
+    if (state->idle_event_count == state->idle_event_capacity) {
+        size_t capacity = state->idle_event_capacity ? 2 * state->idle_event_capacity : 64;
+        CUevent *grown = realloc(state->idle_events, capacity * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&state->lock);
+            driver->event_destroy(event);
+            return;
+        }
+        state->idle_events = grown;
+        state->idle_event_capacity = capacity;
+    }
+    state->idle_events[state->idle_event_count++] = event;
+    pthread_mutex_unlock(&state->lock);
+}
+
+void device_grant_peer(int owner, int accessor)
+{
+    struct device_state *state = device_get(owner);
+    if (!state || accessor < 0 || accessor >= GPUCACHE_MAX_DEVICES || accessor == owner)
+        return;
+    pthread_mutex_lock(&state->lock);
+    state->peer_granted[accessor] = true;
+    pthread_mutex_unlock(&state->lock);
+}
+
+size_t device_peers(int owner, int *peers, size_t capacity)
+{
+    struct device_state *state = device_get(owner);
+    size_t count = 0;
+    if (!state)
+        return 0;
+    pthread_mutex_lock(&state->lock);
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES && count < capacity; i++)
+        if (state->peer_granted[i])
+            peers[count++] = i;
+    pthread_mutex_unlock(&state->lock);
+    return count;
+}
+
+void device_pools_changed(void)
+{
+    __atomic_add_fetch(&pool_generation, 1, __ATOMIC_ACQ_REL);
+}
+
+bool device_uses_default_pool(const struct real_driver *driver, int device)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return false;
+    unsigned generation = __atomic_load_n(&pool_generation, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&state->pool_generation_checked, __ATOMIC_ACQUIRE) == generation)
+        return __atomic_load_n(&state->default_pool_current, __ATOMIC_ACQUIRE);
+    CUmemoryPool current = NULL, default_pool = NULL;
+    bool is_default = driver->device_get_mem_pool &&
+                      driver->device_get_default_mem_pool &&
+                      driver->device_get_mem_pool(&current, device) == CUDA_SUCCESS &&
+                      driver->device_get_default_mem_pool(&default_pool, device) == CUDA_SUCCESS &&
+                      current == default_pool;
+    __atomic_store_n(&state->default_pool_current, is_default, __ATOMIC_RELEASE);
+    __atomic_store_n(&state->pool_generation_checked, generation, __ATOMIC_RELEASE);
+    return is_default;
+}
+
+bool device_retired_stats(int device, struct gpucache_stats *stats)
+{
+    struct device_state *state = device_get(device);
+    if (!state)
+        return false;
+    pthread_mutex_lock(&state->lock);
+    bool found = state->has_retired_stats;
+    if (found)
+        *stats = state->retired_stats;
+    pthread_mutex_unlock(&state->lock);
+    return found;
+}

@@ -1,0 +1,43 @@
+/* What every hook does first: find the real driver, and decide whether the
+ * call is the library's to serve or passes straight through. */
+#ifndef GPUCACHE_INTERPOSE_HOOK_SUPPORT_H
+#define GPUCACHE_INTERPOSE_HOOK_SUPPORT_H
+
+#include <stdbool.h>
+
+#include "gpucache_config.h"
+#include "library_lifecycle.h"
+#include "real_driver.h"
+
+/* The real driver for a hook; NULL when no driver can be loaded (the hook
+ * then answers CUDA_ERROR_NOT_INITIALIZED). */
+static inline const struct real_driver *hook_driver(void)
+{
+    return real_driver_get(false);
+}
+
+/* True when the library must not touch the call at all: in a child forked
+ * after CUDA was used. */
+static inline bool hook_passes_through(void)
+{
+    return library_passes_everything_through();
+}
+
+/* The operating mode for allocation calls. */
+enum hook_mode {
+    HOOK_MODE_CACHE,          /* the caching allocator serves the call */
+    HOOK_MODE_COUNT_ONLY,     /* passthrough:True: forward and record */
+    HOOK_MODE_DRIVER_POOL,    /* backend:cudaMallocAsync */
+};
+
+static inline enum hook_mode hook_mode(void)
+{
+    const struct gpucache_config *config = library_config();
+    if (config->passthrough)
+        return HOOK_MODE_COUNT_ONLY;
+    if (config->backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC)
+        return HOOK_MODE_DRIVER_POOL;
+    return HOOK_MODE_CACHE;
+}
+
+#endif

@@ -1,0 +1,39 @@
+/* The constructor parses the configuration and nothing else: the library is
+ * preloaded into every process of a session (shells, compilers), and those
+ * must behave exactly as without it. */
+#include "library_lifecycle.h"
+
+#include <pthread.h>
+
+#include "gpucache_config.h"
+
+static bool forked_after_activation;
+
+static void child_after_fork(void)
+{
+    /* Only a store: the child may run with locks that other parent threads
+     * held, and it must not touch any of the inherited state. */
+    __atomic_store_n(&forked_after_activation, true, __ATOMIC_RELEASE);
+}
+
+void library_lifecycle_activated(void)
+{
+    static bool registered;
+    if (!__atomic_exchange_n(&registered, true, __ATOMIC_ACQ_REL))
+        pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+bool library_passes_everything_through(void)
+{
+    return __atomic_load_n(&forked_after_activation, __ATOMIC_ACQUIRE);
+}
+
+const struct gpucache_config *library_config(void)
+{
+    return gpucache_config_current();
+}
+
+__attribute__((constructor)) static void library_loaded(void)
+{
+    gpucache_config_load_or_exit();
+}

@@ -1,0 +1,21 @@
+/* Load, activation, fork and exit of the library. Loading only parses the
+ * configuration; the driver is touched first when the program uses CUDA. */
+#ifndef GPUCACHE_INTERPOSE_LIBRARY_LIFECYCLE_H
+#define GPUCACHE_INTERPOSE_LIBRARY_LIFECYCLE_H
+
+#include <stdbool.h>
+
+struct gpucache_config;
+
+/* Called once when the real driver has been resolved: registers the fork
+ * handlers (lazily, so a process that never uses CUDA registers nothing). */
+void library_lifecycle_activated(void);
+
+/* True in a child forked after the parent used CUDA: every hook then passes
+ * straight through, because CUDA state does not survive fork. */
+bool library_passes_everything_through(void);
+
+/* The configuration the library was loaded with. */
+const struct gpucache_config *library_config(void);
+
+#endif

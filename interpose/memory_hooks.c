@@ -1,0 +1,201 @@
+/* The allocation hooks. cudaMalloc/cudaFree reach cuMemAlloc_v2/cuMemFree_v2
+ * and cudaMallocAsync/cudaFreeAsync the async pair (legacy or _ptsz); the
+ * cache serves them, and every pointer it did not hand out goes to the real
+ * driver, which keeps its exact error codes. */
+#include "alternative_backends.h"
+#include "device_state.h"
+#include "hook_support.h"
+#include "hooks.h"
+#include "stream_tokens.h"
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || hook_passes_through())
+        return driver->mem_alloc_v2(dptr, bytesize);
+    switch (hook_mode()) {
+    case HOOK_MODE_COUNT_ONLY:
+        return count_only_alloc(driver, dptr, bytesize);
+    case HOOK_MODE_DRIVER_POOL:
+        return driver_pool_alloc(driver, dptr, bytesize);
+    case HOOK_MODE_CACHE:
+        break;
+    }
+    CUcontext context;
+    int device;
+    if (!device_of_current_context(driver, &context, &device))
+        return driver->mem_alloc_v2(dptr, bytesize);
+    struct gpucache_allocator *allocator = device_allocator_for(device, context);
+    if (!allocator)
+        return driver->mem_alloc_v2(dptr, bytesize);
+    uint64_t address = 0;
+    gpucache_result result = device_allocate(allocator, context, bytesize, 0, &address);
+    if (result == GPUCACHE_SUCCESS)
+        *dptr = (CUdeviceptr)address;
+    return (CUresult)result;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || hook_passes_through())
+        return driver->mem_free_v2(dptr);
+    switch (hook_mode()) {
+    case HOOK_MODE_COUNT_ONLY:
+        return count_only_free(driver, dptr);
+    case HOOK_MODE_DRIVER_POOL:
+        return driver_pool_free(driver, dptr);
+    case HOOK_MODE_CACHE:
+        break;
+    }
+    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
+    if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
+        return driver->mem_free_v2(dptr);
+    return (CUresult)result;
+}
+
+/* Graph memory nodes must stay graph memory nodes: nothing on a capturing
+ * stream is served from the cache. */
+static bool stream_capturing(const struct real_driver *driver, CUstream stream, bool per_thread)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult result = per_thread ? driver->stream_is_capturing_ptsz(stream, &status)
+                                 : driver->stream_is_capturing(stream, &status);
+    return result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* The device and context an async call on `stream` allocates in, and the
+ * allocator that serves them; NULL to pass the call through. */
+static struct gpucache_allocator *allocator_for_stream(const struct real_driver *driver,
+                                                       gpucache_stream token, CUstream stream,
+                                                       CUcontext *context)
+{
+    int device;
+    if (!device_of_current_context(driver, context, &device))
+        return NULL;
+    if (!stream_token_is_default(token)) {
+        int stream_device = device_of_stream(driver, stream);
+        if (stream_device >= 0 && stream_device != device) {
+            device = stream_device;
+            *context = device_context(device);
+        }
+    }
+    if (!device_uses_default_pool(driver, device))
+        return NULL;
+    return device_allocator_for(device, *context);
+}
+
+static CUresult allocate_async(const struct real_driver *driver,
+                               PFN_cuMemAllocAsync_v11020 real_alloc_async, bool per_thread,
+                               CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    if (!dptr || hook_passes_through())
+        return real_alloc_async(dptr, bytesize, stream);
+    switch (hook_mode()) {
+    case HOOK_MODE_COUNT_ONLY:
+        return count_only_alloc_async(driver, real_alloc_async, dptr, bytesize, stream);
+    case HOOK_MODE_DRIVER_POOL:
+        return real_alloc_async(dptr, bytesize, stream);
+    case HOOK_MODE_CACHE:
+        break;
+    }
+    if (stream_capturing(driver, stream, per_thread))
+        return real_alloc_async(dptr, bytesize, stream);
+    gpucache_stream token = stream_token(stream, per_thread);
+    CUcontext context = NULL;
+    struct gpucache_allocator *allocator = allocator_for_stream(driver, token, stream, &context);
+    if (!allocator)
+        return real_alloc_async(dptr, bytesize, stream);
+    uint64_t address = 0;
+    gpucache_result result = device_allocate(allocator, context, bytesize, token, &address);
+    if (result == GPUCACHE_SUCCESS)
+        *dptr = (CUdeviceptr)address;
+    return (CUresult)result;
+}
+
+static CUresult free_async(const struct real_driver *driver,
+                           PFN_cuMemFreeAsync_v11020 real_free_async, bool per_thread,
+                           CUdeviceptr dptr, CUstream stream)
+{
+    if (!dptr || hook_passes_through())
+        return real_free_async(dptr, stream);
+    switch (hook_mode()) {
+    case HOOK_MODE_COUNT_ONLY:
+        return count_only_free_async(real_free_async, dptr, stream);
+    case HOOK_MODE_DRIVER_POOL:
+        return real_free_async(dptr, stream);
+    case HOOK_MODE_CACHE:
+        break;
+    }
+    if (stream_capturing(driver, stream, per_thread))
+        return real_free_async(dptr, stream);
+    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED,
+                                                  stream_token(stream, per_thread));
+    if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
+        return real_free_async(dptr, stream);
+    return (CUresult)result;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return allocate_async(driver, driver->mem_alloc_async, false, dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return allocate_async(driver, driver->mem_alloc_async_ptsz, true, dptr, bytesize, hStream);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_async(driver, driver->mem_free_async, false, dptr, hStream);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_async(driver, driver->mem_free_async_ptsz, true, dptr, hStream);
+}
+
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->mem_get_info_v2(free, total);
+    if (result != CUDA_SUCCESS || !free || hook_passes_through() ||
+        hook_mode() != HOOK_MODE_CACHE ||
+        library_config()->meminfo == GPUCACHE_MEMINFO_RAW)
+        return result;
+    /* Programs size their workspaces from this number; memory the cache
+     * holds idle is theirs to use. */
+    CUcontext context;
+    int device;
+    if (!device_of_current_context(driver, &context, &device) ||
+        device_context(device) != context)
+        return result;
+    struct gpucache_allocator *allocator = device_allocator(device);
+    if (!allocator)
+        return result;
+    size_t cached = gpucache_allocator_cached_free_bytes(allocator);
+    size_t reported = *free + cached < *free ? SIZE_MAX : *free + cached;
+    if (total && reported > *total)
+        reported = *total;
+    *free = reported;
+    return result;
+}

@@ -1,0 +1,164 @@
+/* Stream lifetime and synchronisation hooks. Creation and destruction keep
+ * the live-stream registry that epoch fences are recorded on; a synchronize
+ * the program makes anyway proves earlier work finished, so blocks freed
+ * before it become reusable without any fence of ours. */
+#include "device_state.h"
+#include "hook_support.h"
+#include "hooks.h"
+#include "stream_tokens.h"
+
+/* The allocator serving the current context, or NULL. */
+static struct gpucache_allocator *current_allocator(const struct real_driver *driver,
+                                                    int *device)
+{
+    CUcontext context;
+    if (!device_of_current_context(driver, &context, device) ||
+        device_context(*device) != context)
+        return NULL;
+    return device_allocator(*device);
+}
+
+static void stream_created(const struct real_driver *driver, CUstream stream,
+                           unsigned int flags)
+{
+    CUcontext context;
+    int device;
+    if (device_of_current_context(driver, &context, &device))
+        device_stream_created(device, stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->stream_create(phStream, Flags);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        stream_created(driver, *phStream, Flags);
+    return result;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->stream_create_with_priority(phStream, flags, priority);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        stream_created(driver, *phStream, flags);
+    return result;
+}
+
+/* Blocks cached for the stream must move on while the stream still exists:
+ * the allocator may record a last event on it. */
+static void stream_destroying(CUstream stream)
+{
+    if (hook_passes_through() || !stream)
+        return;
+    int device = device_stream_destroyed(stream);
+    struct gpucache_allocator *allocator = device >= 0 ? device_allocator(device) : NULL;
+    if (allocator && device_context(device))
+        gpucache_allocator_stream_destroyed(allocator, stream_token(stream, false));
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    stream_destroying(hStream);
+    return driver->stream_destroy(hStream);
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    stream_destroying(hStream);
+    return driver->stream_destroy_v2(hStream);
+}
+
+static void device_synchronized(const struct real_driver *driver)
+{
+    int device;
+    struct gpucache_allocator *allocator = current_allocator(driver, &device);
+    if (allocator)
+        gpucache_allocator_synchronized(allocator, true, 0);
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->ctx_synchronize();
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        device_synchronized(driver);
+    return result;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->ctx_synchronize_v2(ctx);
+    if (result != CUDA_SUCCESS || hook_passes_through())
+        return result;
+    if (!ctx) {
+        device_synchronized(driver);
+        return result;
+    }
+    for (int device = 0; device < device_count_limit(); device++)
+        if (device_context(device) == ctx && device_allocator(device))
+            gpucache_allocator_synchronized(device_allocator(device), true, 0);
+    return result;
+}
+
+static void stream_synchronized(const struct real_driver *driver, CUstream stream,
+                                bool per_thread)
+{
+    gpucache_stream token = stream_token(stream, per_thread);
+    int device;
+    struct gpucache_allocator *allocator = NULL;
+    if (stream_token_is_default(token)) {
+        allocator = current_allocator(driver, &device);
+    } else {
+        device = device_of_stream(driver, stream);
+        allocator = device >= 0 && device_context(device) ? device_allocator(device) : NULL;
+    }
+    if (!allocator)
+        return;
+    if (token != 0) {
+        gpucache_allocator_synchronized(allocator, false, token);
+        return;
+    }
+    /* The legacy stream waits for every blocking stream, so with no
+     * non-blocking stream alive its sync is a whole-device sync; with one
+     * alive it proves nothing about that stream's work. */
+    if (!device_has_non_blocking_streams(device))
+        gpucache_allocator_synchronized(allocator, true, 0);
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->stream_synchronize(hStream);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        stream_synchronized(driver, hStream, false);
+    return result;
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = driver->stream_synchronize_ptsz(hStream);
+    if (result == CUDA_SUCCESS && !hook_passes_through())
+        stream_synchronized(driver, hStream, true);
+    return result;
+}

@@ -1,0 +1,129 @@
+/* The reuse hazard: work still queued on a non-blocking stream writes into a
+ * block after the program freed it. A host function delays the stream, then
+ * a memset on that stream writes 0xAA into the freed block; meanwhile the
+ * program allocates the same size again and fills it with 0x55. The next
+ * owner must never see the late write.
+ *
+ *   reuse_hazard free     cudaFree of the block (synchronous free)
+ *   reuse_hazard async    cudaFreeAsync on the delayed stream, reallocated
+ *                         with cudaMallocAsync on another stream
+ *   reuse_hazard relaxed  cudaFree under reuse:relaxed, which gives this
+ *                         safety up: the block is handed out again at once
+ *                         and the late write lands in the new owner's data.
+ *                         The test asserts that, documenting the trade.
+ * A second argument "tight" uses 16 MiB blocks on a device too small for two
+ * (GPUSIM_MEMORY=24MiB): the cache cannot grow and must hand out the same
+ * block, so the test checks it waited for the late write first. */
+#include <cuda_runtime_api.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_support.h"
+
+static size_t BLOCK_SIZE = 4u << 20;
+static bool tight;
+#define DELAY_MICROSECONDS 200000
+
+static void CUDART_CB delay_stream(void *unused)
+{
+    (void)unused;
+    usleep(DELAY_MICROSECONDS);
+}
+
+/* Counts the bytes of `device` equal to `value`. */
+static size_t count_bytes(const void *device, unsigned char value)
+{
+    unsigned char *host = malloc(BLOCK_SIZE);
+    CHECK(host != NULL, "no host memory");
+    CHECK_CUDA(cudaMemcpy(host, device, BLOCK_SIZE, cudaMemcpyDeviceToHost));
+    size_t count = 0;
+    for (size_t i = 0; i < BLOCK_SIZE; i++)
+        count += host[i] == value;
+    free(host);
+    return count;
+}
+
+static void synchronous_free(bool relaxed)
+{
+    cudaStream_t late;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&late, cudaStreamNonBlocking));
+    void *first = NULL, *second = NULL;
+    CHECK_CUDA(cudaMalloc(&first, BLOCK_SIZE));
+    CHECK_CUDA(cudaMemset(first, 0, BLOCK_SIZE));
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    CHECK_CUDA(cudaLaunchHostFunc(late, delay_stream, NULL));
+    CHECK_CUDA(cudaMemsetAsync(first, 0xAA, BLOCK_SIZE, late)); /* the late write */
+    CHECK_CUDA(cudaFree(first));
+    CHECK_CUDA(cudaMalloc(&second, BLOCK_SIZE));
+    CHECK_CUDA(cudaMemset(second, 0x55, BLOCK_SIZE));
+    CHECK_CUDA(cudaStreamSynchronize(late));
+
+    size_t intact = count_bytes(second, 0x55);
+    if (relaxed) {
+        CHECK(second == first, "reuse:relaxed did not hand the block out again at once");
+        CHECK(intact == 0, "expected the late write to overwrite the new owner under "
+                           "reuse:relaxed, but %zu bytes are intact", intact);
+        printf("reuse:relaxed: block reused at once, the late write corrupted it (as "
+               "documented)\n");
+    } else {
+        CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes "
+                                    "intact (first %p, second %p)",
+              intact, BLOCK_SIZE, first, second);
+        CHECK(!tight || second == first, "no room for another block, yet it was not reused");
+        printf("cudaFree: the new owner (%s block) never saw the late write\n",
+               second == first ? "same" : "another");
+    }
+    CHECK_CUDA(cudaFree(second));
+    CHECK_CUDA(cudaStreamDestroy(late));
+}
+
+static void stream_ordered_free(void)
+{
+    cudaStream_t late, other;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&late, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    void *first = NULL, *second = NULL;
+    CHECK_CUDA(cudaMallocAsync(&first, BLOCK_SIZE, late));
+    CHECK_CUDA(cudaMemsetAsync(first, 0, BLOCK_SIZE, late));
+    CHECK_CUDA(cudaStreamSynchronize(late));
+
+    CHECK_CUDA(cudaLaunchHostFunc(late, delay_stream, NULL));
+    CHECK_CUDA(cudaMemsetAsync(first, 0xAA, BLOCK_SIZE, late)); /* the late write */
+    CHECK_CUDA(cudaFreeAsync(first, late));
+    CHECK_CUDA(cudaMallocAsync(&second, BLOCK_SIZE, other));
+    CHECK_CUDA(cudaMemsetAsync(second, 0x55, BLOCK_SIZE, other));
+    CHECK_CUDA(cudaStreamSynchronize(other));
+    CHECK_CUDA(cudaStreamSynchronize(late));
+
+    size_t intact = count_bytes(second, 0x55);
+    CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes intact "
+                                "(first %p, second %p)",
+          intact, BLOCK_SIZE, first, second);
+    CHECK(!tight || second == first, "no room for another block, yet it was not reused");
+    printf("cudaFreeAsync: the new owner (%s block) never saw the late write\n",
+           second == first ? "same" : "another");
+    CHECK_CUDA(cudaFreeAsync(second, other));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaStreamDestroy(late));
+    CHECK_CUDA(cudaStreamDestroy(other));
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc == 2 || (argc == 3 && strcmp(argv[2], "tight") == 0),
+          "usage: reuse_hazard free|async|relaxed [tight]");
+    tight = argc == 3;
+    if (tight)
+        BLOCK_SIZE = 16u << 20;
+    CHECK_CUDA(cudaFree(0));
+    if (strcmp(argv[1], "free") == 0)
+        synchronous_free(false);
+    else if (strcmp(argv[1], "relaxed") == 0)
+        synchronous_free(true);
+    else if (strcmp(argv[1], "async") == 0)
+        stream_ordered_free();
+    else
+        CHECK(false, "unknown variant '%s' (expected free, async or relaxed)", argv[1]);
+    return 0;
+}
