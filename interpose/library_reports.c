@@ -25,7 +25,9 @@
 static struct gpucache_event_log *event_log;
 static pthread_once_t event_log_once = PTHREAD_ONCE_INIT;
 static struct gpucache_passthrough_counts passthrough_counts;
-static volatile sig_atomic_t snapshot_requested;
+/* Set by the signal handler (a lock-free atomic store is async-signal-safe),
+ * taken by exactly one hook. */
+static int snapshot_requested;
 static unsigned oom_snapshots;
 static unsigned signal_snapshots;
 
@@ -37,14 +39,14 @@ static bool events_wanted(const struct gpucache_config *config)
 static void snapshot_signal_arrived(int signal_number)
 {
     (void)signal_number;
-    snapshot_requested = 1;
+    __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
 }
 
 static void create_event_log(void)
 {
     const struct gpucache_config *config = library_config();
     if (events_wanted(config))
-        event_log = gpucache_event_log_create(0);
+        __atomic_store_n(&event_log, gpucache_event_log_create(0), __ATOMIC_RELEASE);
     if (config->snapshot_signal && config->snapshot_path[0]) {
         struct sigaction action;
         memset(&action, 0, sizeof action);
@@ -58,7 +60,13 @@ static void create_event_log(void)
 static struct gpucache_event_log *log_if_wanted(void)
 {
     pthread_once(&event_log_once, create_event_log);
-    return event_log;
+    return __atomic_load_n(&event_log, __ATOMIC_ACQUIRE);
+}
+
+/* The log if one was made (reports read it without making one). */
+static struct gpucache_event_log *existing_log(void)
+{
+    return __atomic_load_n(&event_log, __ATOMIC_ACQUIRE);
 }
 
 void library_reports_allocator_created(struct gpucache_allocator *allocator)
@@ -133,7 +141,7 @@ static void write_snapshot(const char *pattern)
     int fd = gpucache_report_open(pattern, (long)getpid(), false, "snapshot");
     if (fd < 0)
         return;
-    struct gpucache_snapshot_source source = {allocators, device_count, event_log, config,
+    struct gpucache_snapshot_source source = {allocators, device_count, existing_log(), config,
                                               settings_text(config)};
     if (!gpucache_snapshot_write_allocators(fd, gpucache_snapshot_encoding_for_path(pattern),
                                             &source))
@@ -158,9 +166,9 @@ void library_reports_out_of_memory(void)
 
 void library_reports_safe_point(void)
 {
-    if (!snapshot_requested)
+    if (!__atomic_load_n(&snapshot_requested, __ATOMIC_RELAXED) ||
+        !__atomic_exchange_n(&snapshot_requested, 0, __ATOMIC_ACQ_REL))
         return;
-    snapshot_requested = 0;
     unsigned number = __atomic_add_fetch(&signal_snapshots, 1, __ATOMIC_RELAXED);
     char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
     snprintf(tag, sizeof tag, "-signal-%u", number);
@@ -173,8 +181,8 @@ static void write_statistics(const struct gpucache_config *config)
     struct gpucache_device_report devices[GPUCACHE_MAX_DEVICES];
     size_t count = 0;
     size_t event_count = 0;
-    struct gpucache_event *events =
-        event_log ? gpucache_event_log_copy(event_log, -1, &event_count) : NULL;
+    struct gpucache_event_log *log = existing_log();
+    struct gpucache_event *events = log ? gpucache_event_log_copy(log, -1, &event_count) : NULL;
     for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
          device++) {
         struct gpucache_device_report *report = &devices[count];
@@ -212,10 +220,11 @@ static void write_statistics(const struct gpucache_config *config)
 static void write_trace(const char *pattern, const char *what,
                         bool (*writer)(int, const struct gpucache_event *, size_t))
 {
-    if (!pattern[0] || !event_log)
+    struct gpucache_event_log *log = existing_log();
+    if (!pattern[0] || !log)
         return;
     size_t count = 0;
-    struct gpucache_event *events = gpucache_event_log_copy(event_log, -1, &count);
+    struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
     int fd = gpucache_report_open(pattern, (long)getpid(), false, what);
     if (fd >= 0 && !writer(fd, events, count))
         gpucache_log("the %s %s is incomplete (out of host memory or a write error)", what,

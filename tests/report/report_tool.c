@@ -245,7 +245,6 @@ static int write_svg(int argc, char **argv)
     for (size_t index = 0; index < series_count && index < 16; index++) {
         /* A sawtooth of allocations under a reserve that grows in steps,
          * different per series, with thousands of points per pixel column. */
-        struct scenario *many = calloc(1, sizeof *many);
         struct gpucache_event *events = calloc(20000, sizeof *events);
         size_t count = 0;
         uint64_t time = 0, reserved = 0;
@@ -268,7 +267,6 @@ static int write_svg(int argc, char **argv)
         series[index].samples = samples[index];
         series[index].label = argv[3 + index];
         free(events);
-        free(many);
     }
     int fd = create(argv[2]);
     bool written = gpucache_svg_write(fd, "memory of test <program> & friends", "seconds", series,
