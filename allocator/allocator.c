@@ -591,8 +591,9 @@ void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
 void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
                                      gpucache_event_observer *observer, void *context)
 {
-    pthread_mutex_lock(&allocator->mutex);
+    /* No lock: the caller does this while no other thread uses the
+     * allocator, often under a lock of its own that must not nest the
+     * allocator's. */
     allocator->observer = observer;
     allocator->observer_context = context;
-    pthread_mutex_unlock(&allocator->mutex);
 }

@@ -137,8 +137,9 @@ bool gpucache_allocator_visit_segments_then(
 /* Sends every event of this allocator (report/gpucache_events.h: alloc,
  * free_requested, free_completed, segment_alloc/free/map/unmap, oom) to
  * `observer`, called under the allocator's lock in the order they happen;
- * NULL stops. Forgetting segments (gpucache_allocator_abandon) reports their
- * blocks freed and their memory gone, so a trace stays consistent. */
+ * NULL stops. Set it while no other thread uses the allocator (right after
+ * creating it). Forgetting segments (gpucache_allocator_abandon) reports
+ * their blocks freed and their memory gone, so a trace stays consistent. */
 void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
                                      gpucache_event_observer *observer, void *context);
 

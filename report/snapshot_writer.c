@@ -37,6 +37,17 @@ static void key_boolean(struct tree_emitter *emitter, const char *key, bool valu
     emitter->encoding->boolean(emitter, value);
 }
 
+/* A stream handle; the allocator's own markers above 2^53 (the key of
+ * destroyed streams' blocks) would not survive the viewer's doubles and are
+ * written as -1. */
+static void key_stream(struct tree_emitter *emitter, uint64_t stream)
+{
+    if (stream >= UINT64_C(1) << 53)
+        key_signed(emitter, "stream", -1);
+    else
+        key_unsigned(emitter, "stream", stream);
+}
+
 static void key_empty_list(struct tree_emitter *emitter, const char *key)
 {
     emitter->encoding->key(emitter, key);
@@ -79,7 +90,7 @@ static void write_segment(struct tree_emitter *emitter, const struct gpucache_sn
     key_unsigned(emitter, "allocated_size", allocated);
     key_unsigned(emitter, "active_size", active);
     key_unsigned(emitter, "requested_size", requested);
-    key_unsigned(emitter, "stream", segment->stream);
+    key_stream(emitter, segment->stream);
     key_string(emitter, "segment_type", segment->large_pool ? "large" : "small");
     /* PyTorch writes a tuple; tuples are not among the opcodes we allow
      * ourselves, and JSON has none: a two-element list reads the same. */
@@ -111,7 +122,7 @@ static void write_event(struct tree_emitter *emitter, const struct gpucache_even
     else
         key_unsigned(emitter, "addr", event->address);
     key_unsigned(emitter, "size", event->size);
-    key_unsigned(emitter, "stream", event->stream);
+    key_stream(emitter, event->stream);
     key_unsigned(emitter, "time_us", event->time_ns / 1000);
     encode->end_dict(emitter);
 }

@@ -6,10 +6,14 @@
  * SIGSEGV after an allocation; `ab_program exit3` exits with status 3;
  * `ab_program oom` allocates until the device is full, then frees everything;
  * `ab_program signal` sends itself SIGUSR1 between allocations;
- * `ab_program devices` allocates on devices 0 and 1 and keeps some alive. */
+ * `ab_program devices` allocates on devices 0 and 1 and keeps some alive;
+ * `ab_program threads` allocates and frees from four threads at once, one
+ * of which sends SIGUSR1 half way. */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +68,47 @@ static int churn(bool one_stream)
     return 0;
 }
 
+static void *thread_work(void *argument)
+{
+    unsigned state = (unsigned)(uintptr_t)argument * 7919u + 1;
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+        return (void *)1;
+    void *held[8] = {0};
+    for (int round = 0; round < 200; round++) {
+        int slot = (int)(next_random(&state) % 8);
+        if (held[slot] && (round % 2 ? cudaFreeAsync(held[slot], stream) : cudaFree(held[slot])) !=
+                              cudaSuccess)
+            return (void *)1;
+        size_t size = 256 + next_random(&state) % (3 << 20);
+        if ((round % 2 ? cudaMallocAsync(&held[slot], size, stream)
+                       : cudaMalloc(&held[slot], size)) != cudaSuccess)
+            return (void *)1;
+        if ((uintptr_t)argument == 0 && round == 100)
+            raise(SIGUSR1);
+    }
+    for (int slot = 0; slot < 8; slot++)
+        if (held[slot] && cudaFreeAsync(held[slot], stream) != cudaSuccess)
+            return (void *)1;
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+    return NULL;
+}
+
+static int threads(void)
+{
+    pthread_t workers[4];
+    for (uintptr_t index = 0; index < 4; index++)
+        pthread_create(&workers[index], NULL, thread_work, (void *)index);
+    int failures = 0;
+    for (int index = 0; index < 4; index++) {
+        void *result;
+        pthread_join(workers[index], &result);
+        failures += result != NULL;
+    }
+    return failures ? 1 : 0;
+}
+
 static int fill_device(void)
 {
     void *buffers[4096];
@@ -86,6 +131,8 @@ int main(int argc, char **argv)
         return churn(true);
     if (strcmp(mode, "oom") == 0)
         return fill_device();
+    if (strcmp(mode, "threads") == 0)
+        return threads();
     if (strcmp(mode, "devices") == 0) {
         void *kept[2], *freed;
         for (int device = 0; device < 2; device++) {

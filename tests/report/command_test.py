@@ -268,6 +268,20 @@ def case_library_devices(program, checker, library, work, **_):
         fail(f'report devices: {report["devices"]}')
 
 
+def case_library_threads(program, checker, library, work, **_):
+    """Four threads allocate at once while the snapshot signal arrives: the
+    snapshots (at the signal, at exit) and the trace stay consistent."""
+    conf = (f'snapshot:{work}/snap.json,snapshot_signal:SIGUSR1,trace:{work}/trace.txt,'
+            f'expandable_segments:True')
+    run([program, 'threads'], env=preload_env(library, conf))
+    check_snapshots(checker, [f'{work}/snap-signal-1.json', f'{work}/snap.json'])
+    header = open(f'{work}/trace.txt').readline().split()
+    final = json.load(open(f'{work}/snap.json'))
+    if int(header[5]) != len(final['device_traces'][0]):
+        fail(f'the trace has {header[5]} events, the final snapshot '
+             f'{len(final["device_traces"][0])}')
+
+
 def case_library_oom(program, checker, library, work, **_):
     for configuration in ('', 'expandable_segments:True'):
         directory = tempfile.mkdtemp(dir=work)
