@@ -22,6 +22,12 @@
  * allocations in a loop must not fill the disk. */
 #define MAX_OOM_SNAPSHOTS 4
 
+/* The newest 16 Mi events (640 MiB) are kept: a long run must not exhaust
+ * host memory for its trace. Dropping the oldest keeps snapshots consistent
+ * (the viewer replays backwards from the final state), and the replay infers
+ * the allocations whose start was dropped. The report counts what was lost. */
+#define EVENT_LOG_LIMIT ((size_t)16 << 20)
+
 static struct gpucache_event_log *event_log;
 static pthread_once_t event_log_once = PTHREAD_ONCE_INIT;
 static struct gpucache_passthrough_counts passthrough_counts;
@@ -46,7 +52,7 @@ static void create_event_log(void)
 {
     const struct gpucache_config *config = library_config();
     if (events_wanted(config))
-        __atomic_store_n(&event_log, gpucache_event_log_create(0), __ATOMIC_RELEASE);
+        __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
     if (config->snapshot_signal && config->snapshot_path[0]) {
         struct sigaction action;
         memset(&action, 0, sizeof action);
@@ -192,6 +198,8 @@ static void write_statistics(const struct gpucache_config *config)
         report->device = device;
         for (size_t index = 0; index < event_count; index++)
             report->events_recorded += events[index].device == device;
+        /* The log counts its losses for all devices together. */
+        report->events_dropped = log && count == 0 ? gpucache_event_log_dropped(log) : 0;
         count++;
     }
     free(events);
