@@ -70,7 +70,7 @@ bool gpucache_report_write_json(int fd, const struct gpucache_report *report)
     report_output_string(&output, ", \"passthrough_calls\": {");
     for (int reason = 0; reason < GPUCACHE_PASSTHROUGH_REASON_COUNT; reason++)
         report_output_format(&output, "%s\"%s\": %" PRIu64, reason ? ", " : "",
-                             reason_names[reason],
+                             gpucache_passthrough_reason_name(reason),
                              report->passthrough ? report->passthrough->calls[reason] : 0);
     report_output_string(&output, "}, \"devices\": [");
     for (size_t index = 0; index < report->device_count; index++) {
