@@ -20,7 +20,7 @@
 
 static const char usage[] =
     "usage: gpucache ab [--conf STRING]... [--baseline] [--repeat N] [--svg FILE]\n"
-    "                   [--snapshot FILE] -- PROGRAM [ARGS...]\n"
+    "                   [--snapshot FILE] [--json] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under libgpucache.so once per configuration (N times each) and\n"
     "prints one table, a column per configuration: wall time (median and range),\n"
@@ -39,6 +39,8 @@ static const char usage[] =
     "  --snapshot FILE  write each configuration's final memory snapshot (PyTorch's\n"
     "                   format; a pickle when FILE ends in .pickle, .pkl or .pt, else\n"
     "                   JSON); with several configurations FILE-1.ext, FILE-2.ext, ...\n"
+    "  --json           print the results as JSON: every run's status, wall time and\n"
+    "                   figures, and each configuration's medians\n"
     "  -h, --help       print this help\n"
     "\n"
     "The program's own output goes to a file that is removed afterwards; the last\n"
@@ -54,6 +56,7 @@ struct options {
     unsigned repeat;
     const char *svg_path;
     const char *snapshot_path;
+    bool json;
     char **program;
 };
 
@@ -72,7 +75,8 @@ static int parse_options(int argc, char **argv, struct options *options)
     static const struct option long_options[] = {
         {"conf", required_argument, NULL, 'c'},  {"baseline", no_argument, NULL, 'b'},
         {"repeat", required_argument, NULL, 'r'}, {"svg", required_argument, NULL, 's'},
-        {"snapshot", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {"snapshot", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {0},
     };
     *options = (struct options){.repeat = 1};
@@ -106,6 +110,9 @@ static int parse_options(int argc, char **argv, struct options *options)
             break;
         case 'p':
             options->snapshot_path = optarg;
+            break;
+        case 'j':
+            options->json = true;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -279,6 +286,83 @@ static void print_table(FILE *out, const struct options *options, const struct c
                     columns[index].output_tail);
 }
 
+static void print_json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *at = (const unsigned char *)text; *at; at++) {
+        if (*at == '"' || *at == '\\')
+            fprintf(out, "\\%c", *at);
+        else if (*at < 0x20)
+            fprintf(out, "\\u%04x", *at);
+        else
+            fputc(*at, out);
+    }
+    fputc('"', out);
+}
+
+/* The figures of one run, or a configuration's medians, as JSON members. */
+static void print_json_figures(FILE *out, const struct program_figures *figures)
+{
+    fprintf(out,
+            "{\"peak_allocated\": %" PRIu64 ", \"peak_reserved\": %" PRIu64
+            ", \"driver_allocations\": %" PRIu64 ", \"driver_frees\": %" PRIu64
+            ", \"synchronizations\": %" PRIu64 ", \"retries\": %" PRIu64 ", \"ooms\": %" PRIu64
+            ", \"passthrough_calls\": %" PRIu64 "}",
+            figures->peak_allocated, figures->peak_reserved, figures->device_allocations,
+            figures->device_frees, figures->synchronizations, figures->retries, figures->ooms,
+            figures->passthrough_calls);
+}
+
+static void print_json(FILE *out, const struct options *options, const struct column *columns,
+                       size_t column_count)
+{
+    fprintf(out, "{\"program\": [");
+    for (char **argument = options->program; *argument; argument++) {
+        fprintf(out, "%s", argument == options->program ? "" : ", ");
+        print_json_string(out, *argument);
+    }
+    fprintf(out, "],\n \"repeat\": %u,\n \"configurations\": [\n", options->repeat);
+    for (size_t index = 0; index < column_count; index++) {
+        const struct column *column = &columns[index];
+        fprintf(out, "  {\"label\": ");
+        print_json_string(out, column->label);
+        fprintf(out, ", \"configuration\": ");
+        print_json_string(out, column->configuration);
+        fprintf(out, ", \"baseline\": %s, \"succeeded\": %zu,\n   \"runs\": [",
+                column->baseline ? "true" : "false", succeeded_runs(column));
+        for (size_t run = 0; run < column->runs_done; run++) {
+            const struct program_result *result = &column->runs[run];
+            char status[32];
+            fprintf(out, "%s\n    {\"status\": ", run ? "," : "");
+            print_json_string(out, program_status_text(result, status, sizeof status));
+            fprintf(out, ", \"seconds\": %.6f, \"reported\": %s, \"figures\": ", result->seconds,
+                    result->figures.reported ? "true" : "false");
+            print_json_figures(out, &result->figures);
+            fputc('}', out);
+        }
+        struct program_figures median = {
+            .peak_allocated = median_figure(column, offsetof(struct program_figures, peak_allocated)),
+            .peak_reserved = median_figure(column, offsetof(struct program_figures, peak_reserved)),
+            .device_allocations =
+                median_figure(column, offsetof(struct program_figures, device_allocations)),
+            .device_frees = median_figure(column, offsetof(struct program_figures, device_frees)),
+            .synchronizations =
+                median_figure(column, offsetof(struct program_figures, synchronizations)),
+            .retries = median_figure(column, offsetof(struct program_figures, retries)),
+            .ooms = median_figure(column, offsetof(struct program_figures, ooms)),
+            .passthrough_calls =
+                median_figure(column, offsetof(struct program_figures, passthrough_calls)),
+        };
+        fprintf(out, "],\n   \"median\": ");
+        if (succeeded_runs(column))
+            print_json_figures(out, &median);
+        else
+            fprintf(out, "null");
+        fprintf(out, "}%s\n", index + 1 < column_count ? "," : "");
+    }
+    fprintf(out, " ]\n}\n");
+}
+
 /* The last lines of a run's output (at most ~400 bytes). */
 static void keep_output_tail(const char *directory, char *tail, size_t size)
 {
@@ -434,7 +518,10 @@ int command_ab(int argc, char **argv)
         }
     }
     show_progress(terminal, total, total, "");
-    print_table(stdout, &options, columns, column_count);
+    if (options.json)
+        print_json(stdout, &options, columns, column_count);
+    else
+        print_table(stdout, &options, columns, column_count);
 
     bool files_ok = true;
     if (options.svg_path) {

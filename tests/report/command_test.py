@@ -199,6 +199,30 @@ def case_ab_failure(gpucache, program, **_):
         fail(f'--repeat 0: {bad.stderr}')
 
 
+def case_ab_json(gpucache, program, **_):
+    result = run([gpucache, 'ab', '--json', '--baseline', '--conf', 'expandable_segments:True',
+                  '--repeat', '3', '--', program, 'churn'])
+    report = json.loads(result.stdout)
+    baseline, cached = report['configurations']
+    if report['repeat'] != 3 or report['program'][1:] != ['churn']:
+        fail(f'header: {report}')
+    if not baseline['baseline'] or cached['label'] != 'expandable_segments:True':
+        fail(f'columns: {[c["label"] for c in report["configurations"]]}')
+    for column in (baseline, cached):
+        if [r['status'] for r in column['runs']] != ['exit 0'] * 3 or column['succeeded'] != 3:
+            fail(f'{column["label"]} runs: {column["runs"]}')
+        for key, value in column['median'].items():
+            values = sorted(r['figures'][key] for r in column['runs'])
+            if value != values[1]:
+                fail(f'{column["label"]} median {key} {value}, runs {values}')
+    if baseline['median']['driver_allocations'] != 490 or baseline['median']['passthrough_calls'] < 490:
+        fail(f'baseline: {baseline["median"]}')
+    crashed = json.loads(run([gpucache, 'ab', '--json', '--', program, 'crash'], expect=1).stdout)
+    column, = crashed['configurations']
+    if column['median'] is not None or column['runs'][0]['status'] != 'SIGSEGV':
+        fail(f'crashed run: {column}')
+
+
 def case_ab_charts(gpucache, program, checker, work, **_):
     svg, snapshot = f'{work}/chart.svg', f'{work}/snapshot.json'
     run([gpucache, 'ab', '--baseline', '--conf', '', '--conf', 'expandable_segments:True',
