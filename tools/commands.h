@@ -12,7 +12,7 @@ int command_config(int argc, char **argv);
 int command_run(int argc, char **argv);
 
 /* `gpucache ab [--conf STRING]... [--baseline] [--repeat N] [--svg FILE]
- * [--snapshot FILE] -- PROGRAM ARGS...`: a side-by-side comparison. */
+ * [--snapshot FILE] [--json] -- PROGRAM ARGS...`: a side-by-side comparison. */
 int command_ab(int argc, char **argv);
 
 #endif
