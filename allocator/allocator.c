@@ -45,6 +45,8 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
 
 static void teardown(struct gpucache_allocator *allocator, bool context_alive)
 {
+    if (!context_alive)
+        allocator_report_forgotten(allocator);
     epochs_discard(allocator, context_alive);
     segment_source_drop_all(allocator, context_alive);
     block_store_destroy(&allocator->store);
@@ -174,6 +176,8 @@ static void retain_block(struct gpucache_allocator *allocator, struct block *blo
 
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block)
 {
+    emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
+               block->stream);
     struct gpucache_stats *stats = &allocator->stats;
     stat_array_decrease(stats->active, block->pool, 1);
     stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
@@ -308,6 +312,7 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     stat_array_increase(stats->requested_bytes, block->pool, (int64_t)size);
     if (block->size >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
+    emit_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, stream);
     return block->address;
 }
 
@@ -366,6 +371,20 @@ static void finish_outstanding_work(struct gpucache_allocator *allocator)
         synchronize_device_for_reuse(allocator);
 }
 
+/* The oom event: PyTorch records the device's free bytes with it. */
+static void report_out_of_memory(struct gpucache_allocator *allocator, size_t rounded,
+                                 gpucache_stream stream)
+{
+    if (allocator->observer == NULL)
+        return;
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, memory_info, allocator->device, &free_bytes, &total_bytes);
+    emit_event(allocator, GPUCACHE_EVENT_OOM, result == GPUCACHE_SUCCESS ? free_bytes : 0, rounded,
+               stream);
+}
+
 /* The miss path: PyTorch's order (§1.9 of the research note), with the
  * reuse-safety steps first: close the open epochs, take a block another
  * stream has cleared, and wait for the oldest epochs while what they hold
@@ -405,8 +424,10 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
         return block;
     if (growth == GROWTH_FAILED)
         *result = GPUCACHE_ERROR_OUT_OF_MEMORY;
-    if (*result == GPUCACHE_ERROR_OUT_OF_MEMORY)
+    if (*result == GPUCACHE_ERROR_OUT_OF_MEMORY) {
         allocator->stats.num_ooms++;
+        report_out_of_memory(allocator, rounded, stream);
+    }
     return NULL;
 }
 
@@ -419,6 +440,7 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
     gpucache_result result = GPUCACHE_SUCCESS;
     if (size > ALLOCATION_HARD_LIMIT) {
         allocator->stats.num_ooms++;
+        report_out_of_memory(allocator, size, stream);
         result = GPUCACHE_ERROR_OUT_OF_MEMORY;
     } else {
         /* Querying fences costs driver calls; a hit does not need the
@@ -451,6 +473,8 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
         pthread_mutex_unlock(&allocator->mutex);
         return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
     }
+    emit_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address, block->requested_size,
+               block->stream);
     struct gpucache_stats *stats = &allocator->stats;
     stat_array_decrease(stats->allocation, block->pool, 1);
     stat_array_decrease(stats->allocated_bytes, block->pool, (int64_t)block->size);
@@ -562,4 +586,14 @@ void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
     pthread_mutex_lock(&allocator->mutex);
     *stats = allocator->stats;
     pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
+                                     gpucache_event_observer *observer, void *context)
+{
+    /* No lock: the caller does this while no other thread uses the
+     * allocator, often under a lock of its own that must not nest the
+     * allocator's. */
+    allocator->observer = observer;
+    allocator->observer_context = context;
 }

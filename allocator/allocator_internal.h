@@ -160,7 +160,34 @@ struct gpucache_allocator {
     size_t peer_count;
 
     struct gpucache_stats stats;
+
+    /* Event observer (gpucache_allocator_set_observer); NULL: none. */
+    gpucache_event_observer *observer;
+    void *observer_context;
 };
+
+/* Reports one event to the observer, if any. */
+static inline void emit_event(struct gpucache_allocator *allocator,
+                              enum gpucache_event_action action, uint64_t address, uint64_t size,
+                              gpucache_stream stream)
+{
+    if (allocator->observer == NULL)
+        return;
+    struct gpucache_event event = {
+        .time_ns = gpucache_event_now(),
+        .address = address,
+        .size = size,
+        .stream = (uint64_t)stream,
+        .thread = gpucache_event_thread_id(),
+        .device = (int16_t)allocator->device,
+        .action = (uint8_t)action,
+    };
+    allocator->observer(allocator->observer_context, &event);
+}
+
+/* Reports every block of every segment freed and every segment's memory
+ * gone (for an allocator that forgets its segments). */
+void allocator_report_forgotten(struct gpucache_allocator *allocator);
 
 /* Statistics: PyTorch's Stat rules. Inline: they run several times on
  * every cache hit. */

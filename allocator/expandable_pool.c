@@ -256,6 +256,25 @@ static void absorb_next(struct gpucache_allocator *allocator, struct block *bloc
     block_store_give(allocator, next);
 }
 
+/* segment_map events for what grow_run just mapped: the unmapped blocks of
+ * the run (still marked so), cut to the pages touched, [.., map_end). */
+static void report_new_mappings(struct gpucache_allocator *allocator, const struct block *start,
+                                uint64_t target_end, uint64_t map_end)
+{
+    const struct segment *segment = start->segment;
+    size_t page_size = state_of(segment)->pages->page_size;
+    uint64_t map_start = segment->base + (start->address - segment->base) / page_size * page_size;
+    for (const struct block *block = start; block != NULL && block->address < target_end;
+         block = block->next) {
+        if (block->state != BLOCK_UNMAPPED)
+            continue;
+        uint64_t from = block->address > map_start ? block->address : map_start;
+        uint64_t to = block_end(block) < map_end ? block_end(block) : map_end;
+        if (to > from)
+            emit_event(allocator, GPUCACHE_EVENT_SEGMENT_MAP, from, to - from, segment->stream);
+    }
+}
+
 /* Maps what [start, start + size) lacks and turns the run into one free
  * mapped block starting at `start`. */
 static gpucache_result grow_run(struct gpucache_allocator *allocator, struct block *start,
@@ -281,6 +300,8 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
     uint64_t target_end = start->address + size;
     uint64_t map_end = segment->base + (offset + size + pages->page_size - 1) /
                                            pages->page_size * pages->page_size;
+    if (newly_mapped != 0)
+        report_new_mappings(allocator, start, target_end, map_end);
     /* The free blocks whose split state can change: the run's own and its
      * two outer neighbours. */
     struct block *last = start;
@@ -639,6 +660,8 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
     stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                       -(int64_t)(hole_end - hole_start));
     allocator->stats.num_device_free++;
+    emit_event(allocator, GPUCACHE_EVENT_SEGMENT_UNMAP, hole_start, hole_end - hole_start,
+               segment->stream);
     if (middle->address == segment->base && middle->size == segment->size)
         destroy_segment(allocator, segment);
     return released;
@@ -847,11 +870,32 @@ size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, siz
     return reclaimed;
 }
 
+void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
+                                      const struct segment *segment)
+{
+    if (allocator->observer == NULL)
+        return;
+    const struct gpucache_expandable_segment *pages = state_of(segment)->pages;
+    size_t page = 0;
+    while (page < pages->page_count) {
+        if (!gpucache_expandable_segment_page_mapped(pages, page)) {
+            page++;
+            continue;
+        }
+        size_t first = page;
+        while (page < pages->page_count && gpucache_expandable_segment_page_mapped(pages, page))
+            page++;
+        emit_event(allocator, GPUCACHE_EVENT_SEGMENT_UNMAP, segment->base + first * pages->page_size,
+                   (page - first) * pages->page_size, segment->stream);
+    }
+}
+
 void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
                                   struct segment *segment, bool free_memory)
 {
     struct expandable_state *state = state_of(segment);
     if (free_memory) {
+        expandable_pool_report_unmapping(allocator, segment);
         stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                           -(int64_t)state->pages->stats.mapped_bytes);
         struct driver_timer timer = timer_start();

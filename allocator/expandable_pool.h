@@ -39,6 +39,10 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator);
  * blocks are left alone. Returns the bytes unmapped. */
 size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target);
 
+/* Reports a segment_unmap event for every mapped range of `segment`. */
+void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
+                                      const struct segment *segment);
+
 /* Forgets an expandable segment: with `free_memory` its pages and address
  * range go back to the driver first. The segment struct itself is the
  * caller's. */

@@ -6,6 +6,7 @@
 #define GPUCACHE_ALLOCATOR_H
 
 #include "gpucache_driver.h"
+#include "gpucache_events.h"
 #include "gpucache_stats.h"
 
 struct gpucache_config;
@@ -124,6 +125,23 @@ bool gpucache_allocator_visit_segments(struct gpucache_allocator *allocator,
                                        void (*visit)(void *context,
                                                      const struct gpucache_segment_info *segment),
                                        void *context);
+
+/* gpucache_allocator_visit_segments, then `finished(context)` (when not
+ * NULL) before the lock is released: what `finished` records (a copy of the
+ * event trace) agrees exactly with the segments visited. */
+bool gpucache_allocator_visit_segments_then(
+    struct gpucache_allocator *allocator,
+    void (*visit)(void *context, const struct gpucache_segment_info *segment),
+    void (*finished)(void *context), void *context);
+
+/* Sends every event of this allocator (report/gpucache_events.h: alloc,
+ * free_requested, free_completed, segment_alloc/free/map/unmap, oom) to
+ * `observer`, called under the allocator's lock in the order they happen;
+ * NULL stops. Set it while no other thread uses the allocator (right after
+ * creating it). Forgetting segments (gpucache_allocator_abandon) reports
+ * their blocks freed and their memory gone, so a trace stays consistent. */
+void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
+                                     gpucache_event_observer *observer, void *context);
 
 /* Checks every structural invariant (blocks tile segments, no overlap, stats
  * equal their recomputed values). Returns true when all hold; otherwise

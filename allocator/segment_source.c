@@ -24,6 +24,8 @@ static void count_segment(struct gpucache_allocator *allocator, const struct seg
         stats->num_device_alloc++;
     else
         stats->num_device_free++;
+    emit_event(allocator, sign > 0 ? GPUCACHE_EVENT_SEGMENT_ALLOC : GPUCACHE_EVENT_SEGMENT_FREE,
+               segment->base, segment->size, segment->stream);
 }
 
 gpucache_result segment_source_acquire(struct gpucache_allocator *allocator,

@@ -10,6 +10,7 @@
 
 #include "cuda_driver.h"
 #include "library_lifecycle.h"
+#include "library_reports.h"
 #include "log.h"
 
 struct live_stream {
@@ -72,6 +73,9 @@ gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext 
     thread_context = context;
     gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
     thread_context = NULL;
+    /* Before the program can free anything in answer to the failure. */
+    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY)
+        library_reports_out_of_memory();
     return result;
 }
 
@@ -142,6 +146,7 @@ struct gpucache_allocator *device_allocator_for(int device, CUcontext context)
         struct gpucache_allocator *created =
             gpucache_allocator_create(library_config(), cuda_driver_interface(), device);
         if (created) {
+            library_reports_allocator_created(created);
             __atomic_store_n(&state->context, context, __ATOMIC_RELEASE);
             __atomic_store_n(&state->allocator, created, __ATOMIC_RELEASE);
             served = context;

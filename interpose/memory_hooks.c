@@ -6,7 +6,20 @@
 #include "device_state.h"
 #include "hook_support.h"
 #include "hooks.h"
+#include "library_reports.h"
 #include "stream_tokens.h"
+
+/* Not a pass-through worth counting (a NULL pointer argument: the driver
+ * answers with its error). */
+#define PASSTHROUGH_UNCOUNTED GPUCACHE_PASSTHROUGH_REASON_COUNT
+
+/* Counts a call the driver served untouched; returns its result. */
+static CUresult passed_through(CUresult result, enum gpucache_passthrough_reason reason)
+{
+    if (reason != PASSTHROUGH_UNCOUNTED)
+        library_reports_count_passthrough(reason);
+    return result;
+}
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -14,22 +27,27 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!dptr || hook_passes_through())
-        return driver->mem_alloc_v2(dptr, bytesize);
+        return passed_through(driver->mem_alloc_v2(dptr, bytesize),
+                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
+    library_reports_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return count_only_alloc(driver, dptr, bytesize);
+        return passed_through(count_only_alloc(driver, dptr, bytesize),
+                              GPUCACHE_PASSTHROUGH_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return driver_pool_alloc(driver, dptr, bytesize);
+        return passed_through(driver_pool_alloc(driver, dptr, bytesize),
+                              GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     CUcontext context;
     int device;
-    if (!device_of_current_context(driver, &context, &device))
-        return driver->mem_alloc_v2(dptr, bytesize);
-    struct gpucache_allocator *allocator = device_allocator_for(device, context);
+    struct gpucache_allocator *allocator = NULL;
+    if (device_of_current_context(driver, &context, &device))
+        allocator = device_allocator_for(device, context);
     if (!allocator)
-        return driver->mem_alloc_v2(dptr, bytesize);
+        return passed_through(driver->mem_alloc_v2(dptr, bytesize),
+                              GPUCACHE_PASSTHROUGH_NO_ALLOCATOR);
     uint64_t address = 0;
     gpucache_result result = device_allocate(allocator, context, bytesize, 0, &address);
     if (result == GPUCACHE_SUCCESS)
@@ -43,18 +61,20 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!dptr || hook_passes_through())
-        return driver->mem_free_v2(dptr);
+        return passed_through(driver->mem_free_v2(dptr),
+                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
+    library_reports_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return count_only_free(driver, dptr);
+        return passed_through(count_only_free(driver, dptr), GPUCACHE_PASSTHROUGH_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return driver_pool_free(driver, dptr);
+        return passed_through(driver_pool_free(driver, dptr), GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
-        return driver->mem_free_v2(dptr);
+        return passed_through(driver->mem_free_v2(dptr), GPUCACHE_PASSTHROUGH_FOREIGN_POINTER);
     return (CUresult)result;
 }
 
@@ -72,9 +92,11 @@ static bool stream_capturing(const struct real_driver *driver, CUstream stream, 
  * allocator that serves them; NULL to pass the call through. */
 static struct gpucache_allocator *allocator_for_stream(const struct real_driver *driver,
                                                        gpucache_stream token, CUstream stream,
-                                                       CUcontext *context)
+                                                       CUcontext *context,
+                                                       enum gpucache_passthrough_reason *reason)
 {
     int device;
+    *reason = GPUCACHE_PASSTHROUGH_NO_ALLOCATOR;
     if (!device_of_current_context(driver, context, &device))
         return NULL;
     if (!stream_token_is_default(token)) {
@@ -84,8 +106,10 @@ static struct gpucache_allocator *allocator_for_stream(const struct real_driver 
             *context = device_context(device);
         }
     }
-    if (!device_uses_default_pool(driver, device))
+    if (!device_uses_default_pool(driver, device)) {
+        *reason = GPUCACHE_PASSTHROUGH_EXPLICIT_POOL;
         return NULL;
+    }
     return device_allocator_for(device, *context);
 }
 
@@ -94,22 +118,30 @@ static CUresult allocate_async(const struct real_driver *driver,
                                CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     if (!dptr || hook_passes_through())
-        return real_alloc_async(dptr, bytesize, stream);
+        return passed_through(real_alloc_async(dptr, bytesize, stream),
+                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
+    library_reports_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return count_only_alloc_async(driver, real_alloc_async, dptr, bytesize, stream);
+        return passed_through(count_only_alloc_async(driver, real_alloc_async, dptr, bytesize,
+                                                     stream),
+                              GPUCACHE_PASSTHROUGH_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return real_alloc_async(dptr, bytesize, stream);
+        return passed_through(real_alloc_async(dptr, bytesize, stream),
+                              GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     if (stream_capturing(driver, stream, per_thread))
-        return real_alloc_async(dptr, bytesize, stream);
+        return passed_through(real_alloc_async(dptr, bytesize, stream),
+                              GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE);
     gpucache_stream token = stream_token(stream, per_thread);
     CUcontext context = NULL;
-    struct gpucache_allocator *allocator = allocator_for_stream(driver, token, stream, &context);
+    enum gpucache_passthrough_reason reason;
+    struct gpucache_allocator *allocator =
+        allocator_for_stream(driver, token, stream, &context, &reason);
     if (!allocator)
-        return real_alloc_async(dptr, bytesize, stream);
+        return passed_through(real_alloc_async(dptr, bytesize, stream), reason);
     uint64_t address = 0;
     gpucache_result result = device_allocate(allocator, context, bytesize, token, &address);
     if (result == GPUCACHE_SUCCESS)
@@ -122,21 +154,24 @@ static CUresult free_async(const struct real_driver *driver,
                            CUdeviceptr dptr, CUstream stream)
 {
     if (!dptr || hook_passes_through())
-        return real_free_async(dptr, stream);
+        return passed_through(real_free_async(dptr, stream),
+                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
+    library_reports_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return count_only_free_async(real_free_async, dptr, stream);
+        return passed_through(count_only_free_async(real_free_async, dptr, stream),
+                              GPUCACHE_PASSTHROUGH_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return real_free_async(dptr, stream);
+        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     if (stream_capturing(driver, stream, per_thread))
-        return real_free_async(dptr, stream);
+        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE);
     gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED,
                                                   stream_token(stream, per_thread));
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
-        return real_free_async(dptr, stream);
+        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_FOREIGN_POINTER);
     return (CUresult)result;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/tree.h>
 
 #include "device_state.h"
+#include "library_reports.h"
 
 struct tracked {
     RB_ENTRY(tracked) link;
@@ -54,6 +55,7 @@ void tracked_allocation_added(int device, uint64_t address, size_t size)
         }
     }
     pthread_mutex_unlock(&lock);
+    library_reports_passthrough_allocation(device, address, size, 0);
 }
 
 void tracked_allocation_failed(int device)
@@ -82,6 +84,8 @@ bool tracked_allocation_removed(uint64_t address, int *device)
     }
     pthread_mutex_unlock(&lock);
     bool found = entry != NULL;
+    if (entry)
+        library_reports_passthrough_free(entry->device, address, entry->size, 0);
     free(entry);
     return found;
 }

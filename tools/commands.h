@@ -7,4 +7,12 @@
 /* `gpucache config [STRING]`: the effective configuration as JSON. */
 int command_config(int argc, char **argv);
 
+/* `gpucache run [--conf STRING] -- PROGRAM ARGS...`: runs a program under
+ * libgpucache.so and prints the library's report. */
+int command_run(int argc, char **argv);
+
+/* `gpucache ab [--conf STRING]... [--baseline] [--repeat N] [--svg FILE]
+ * [--snapshot FILE] [--json] -- PROGRAM ARGS...`: a side-by-side comparison. */
+int command_ab(int argc, char **argv);
+
 #endif

@@ -22,6 +22,9 @@ static const struct command commands[] = {
 #ifdef GPUCACHE_HAVE_REPLAY
     {"replay", command_replay, "replay ...",
      "replay a recorded trace offline through one or more configurations"},
+    {"run", command_run, "run ... -- PROGRAM", "run a program under the library, print its report"},
+    {"ab", command_ab, "ab ... -- PROGRAM",
+     "compare configurations on a program, side by side"},
 #endif
 };
 

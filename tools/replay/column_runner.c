@@ -1,5 +1,7 @@
 #include "column_runner.h"
 
+#include "gpucache_report.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -87,6 +89,17 @@ static bool run_column(struct shared_run *run, size_t index)
         return false;
     struct replay_observers observers = {
         .progress = shown, .timeline = timeline, .final_state = true};
+    char snapshot_path[4096], tag[32];
+    snprintf(tag, sizeof tag, "-%zu", index + 1);
+    if (options->snapshot_path) {
+        if (run->count == 1)
+            snprintf(snapshot_path, sizeof snapshot_path, "%s", options->snapshot_path);
+        else if (!gpucache_report_tagged_path(options->snapshot_path, tag, snapshot_path,
+                                              sizeof snapshot_path))
+            snapshot_path[0] = '\0';
+        observers.snapshot_path = snapshot_path;
+        observers.snapshot_settings = run->columns[index].configuration;
+    }
     if (!replay_run(run->trace, &run->configs[index], options->device_memory, &observers,
                     &column->outcome))
         return false;

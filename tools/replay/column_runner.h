@@ -18,6 +18,8 @@ struct column_run_options {
     bool min_device; /* also search the smallest device */
     bool timelines;  /* record the curves --svg draws */
     bool progress;   /* show progress on stderr (a terminal) */
+    /* --snapshot FILE: each column's final state (FILE-N.ext for several) */
+    const char *snapshot_path;
 };
 
 /* Fills columns[i] from configs[i] for every i < count. False only when host

@@ -23,7 +23,7 @@
 
 static const char usage[] =
     "usage: gpucache replay [--conf STRING]... [--device-memory SIZE] [--json] [--min-device]\n"
-    "                       [--svg FILE] [--device N] TRACE\n"
+    "                       [--svg FILE] [--snapshot FILE] [--device N] TRACE\n"
     "\n"
     "Replays an allocation trace through the caching allocator on a simulated device,\n"
     "once per configuration, with no GPU, and prints the results side by side.\n"
@@ -41,12 +41,17 @@ static const char usage[] =
     "                        2 MiB) on which the trace completes\n"
     "  --svg FILE            also draw reserved and allocated bytes over the trace, per\n"
     "                        configuration, as an SVG image\n"
+    "  --snapshot FILE       also write each configuration's final state with its trace as\n"
+    "                        a PyTorch memory snapshot (a pickle when FILE ends in .pickle,\n"
+    "                        .pkl or .pt, else JSON; FILE-1.ext, FILE-2.ext, ... for several\n"
+    "                        configurations); existing files are never overwritten\n"
     "  --device N            the device of a multi-GPU snapshot to replay (default: the\n"
     "                        first with trace entries)\n"
     "  -h, --help            print this help\n"
     "\n"
     "Exit status: 0 when every configuration was replayed (running out of memory is\n"
-    "a result, shown in the table), 2 for a bad option or an unreadable trace.\n";
+    "a result, shown in the table), 1 when a --snapshot file could not be written, 2 for\n"
+    "a bad option or an unreadable trace.\n";
 
 struct options {
     const char **configurations; /* --conf strings, in order */
@@ -55,6 +60,7 @@ struct options {
     bool json;
     bool min_device;
     const char *svg_path;
+    const char *snapshot_path;
     int device;
     const char *trace_path;
 };
@@ -107,7 +113,8 @@ static int parse_options(int argc, char **argv, struct options *options)
         {"conf", required_argument, NULL, 'c'},   {"device-memory", required_argument, NULL, 'm'},
         {"json", no_argument, NULL, 'j'},         {"min-device", no_argument, NULL, 's'},
         {"device", required_argument, NULL, 'd'}, {"svg", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},         {0},
+        {"snapshot", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+        {0},
     };
     *options =
         (struct options){.device_memory = DEFAULT_DEVICE_MEMORY, .device = SNAPSHOT_ANY_DEVICE};
@@ -137,6 +144,9 @@ static int parse_options(int argc, char **argv, struct options *options)
         case 'g':
             options->svg_path = optarg;
             break;
+        case 'n':
+            options->snapshot_path = optarg;
+            break;
         case 'd':
             if (!parse_device(optarg, &options->device))
                 return usage_error("--device: '%s' is not a device number (expected 0, 1, ...)",
@@ -149,7 +159,7 @@ static int parse_options(int argc, char **argv, struct options *options)
             return usage_error("%s needs a value", argv[optind - 1]);
         default:
             return usage_error("unknown option '%s' (expected --conf, --device-memory, --json, "
-                               "--min-device, --svg, --device or --help)",
+                               "--min-device, --svg, --snapshot, --device or --help)",
                                argv[optind - 1]);
         }
     }
@@ -235,6 +245,7 @@ int command_replay(int argc, char **argv)
         .min_device = options.min_device,
         .timelines = options.svg_path != NULL,
         .progress = isatty(STDERR_FILENO),
+        .snapshot_path = options.snapshot_path,
     };
     if (!run_columns(&trace, configs, columns, count, &run_options)) {
         fprintf(stderr, "gpucache replay: out of host memory for the simulated allocators\n");
@@ -256,9 +267,12 @@ int command_replay(int argc, char **argv)
         perror("gpucache replay: writing the results");
         status = 1;
     }
+    for (size_t index = 0; index < count; index++)
+        if (columns[index].outcome.snapshot_failed)
+            status = 1;
     if (svg) {
-        replay_write_svg(svg, &report);
-        if (fclose(svg) != 0) {
+        bool drawn = replay_write_svg(svg, &report);
+        if (fclose(svg) != 0 || !drawn) {
             fprintf(stderr, "gpucache replay: --svg: writing '%s': %s\n", options.svg_path,
                     strerror(errno));
             status = 1;

@@ -1,5 +1,7 @@
 #include "replay_report.h"
 
+#include "gpucache_report.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,18 +12,7 @@
 
 const char *replay_format_bytes(uint64_t bytes, char *buffer, size_t size)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    size_t unit = 0;
-    double value = (double)bytes;
-    while (value >= 1024 && unit + 1 < sizeof units / sizeof *units) {
-        value /= 1024;
-        unit++;
-    }
-    if (unit == 0)
-        snprintf(buffer, size, "%" PRIu64 " B", bytes);
-    else
-        snprintf(buffer, size, "%.2f %s", value, units[unit]);
-    return buffer;
+    return gpucache_format_bytes(bytes, buffer, size);
 }
 
 static int64_t peak_allocated(const struct replay_outcome *outcome)

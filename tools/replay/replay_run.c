@@ -2,10 +2,12 @@
 
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "accounting_driver.h"
 #include "final_state.h"
 #include "gpucache_allocator.h"
+#include "gpucache_report.h"
 
 /* Progress is reported this often; a power of two keeps the check cheap. */
 #define PROGRESS_INTERVAL 65536
@@ -73,6 +75,25 @@ static void replay_events(const struct replay_trace *trace, struct gpucache_allo
     outcome->completed = true;
 }
 
+/* The replayed allocator's state and events as a snapshot file. */
+static bool write_snapshot(const struct replay_observers *observers,
+                           struct gpucache_allocator *allocator, struct gpucache_event_log *log,
+                           const struct gpucache_config *config)
+{
+    if (!log)
+        return false;
+    int fd = gpucache_report_open(observers->snapshot_path, (long)getpid(), false, "snapshot");
+    if (fd < 0)
+        return false;
+    struct gpucache_snapshot_source source = {
+        &allocator, 1, log, config,
+        observers->snapshot_settings ? observers->snapshot_settings : ""};
+    bool written = gpucache_snapshot_write_allocators(
+        fd, gpucache_snapshot_encoding_for_path(observers->snapshot_path), &source);
+    gpucache_report_close(fd);
+    return written;
+}
+
 bool replay_run(const struct replay_trace *trace, const struct gpucache_config *config,
                 uint64_t capacity, const struct replay_observers *observers,
                 struct replay_outcome *outcome)
@@ -91,6 +112,10 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
             accounting_driver_destroy(driver);
         return false;
     }
+    struct gpucache_event_log *log =
+        observers->snapshot_path ? gpucache_event_log_create(0) : NULL;
+    if (log)
+        gpucache_allocator_set_observer(allocator, gpucache_event_log_observe, log);
     const struct replay_progress *progress = observers->progress;
     double start = now_seconds();
     replay_events(trace, allocator, address_of_slot, progress, observers->timeline, outcome);
@@ -103,6 +128,10 @@ bool replay_run(const struct replay_trace *trace, const struct gpucache_config *
             accounting_driver_calls(driver, (enum accounting_operation)operation);
     bool captured =
         !observers->final_state || replay_final_state_capture(allocator, &outcome->final_state);
+    if (observers->snapshot_path)
+        outcome->snapshot_failed = !write_snapshot(observers, allocator, log, config);
+    gpucache_allocator_set_observer(allocator, NULL, NULL);
+    gpucache_event_log_destroy(log);
     gpucache_allocator_destroy(allocator);
     accounting_driver_destroy(driver);
     free(address_of_slot);

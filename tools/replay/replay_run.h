@@ -40,6 +40,11 @@ struct replay_observers {
     const struct replay_progress *progress;
     struct replay_timeline *timeline;
     bool final_state; /* copy the segments into replay_outcome.final_state */
+    /* Record the replayed allocator's events and write a PyTorch-format
+     * snapshot of its final state to this new file (gpucache_report.h),
+     * with `snapshot_settings` as the configuration string it shows. */
+    const char *snapshot_path;
+    const char *snapshot_settings;
 };
 
 struct replay_outcome {
@@ -50,6 +55,7 @@ struct replay_outcome {
     double seconds;                        /* wall time of the replay loop alone */
     uint64_t driver_calls;                 /* every call the allocator made to the driver */
     struct replay_final_state final_state; /* when observed; release it */
+    bool snapshot_failed;                  /* the snapshot asked for was not written */
 };
 
 /* Replays `trace` with `config` on a device of `capacity` bytes. Stops at the

@@ -1,0 +1,256 @@
+/* Reports of libgpucache.so. Files are written at exit (from the
+ * destructor, with no driver call: the context may be gone), at an OOM and
+ * at the first hook after the snapshot signal. The signal handler only sets
+ * a flag: writing a snapshot takes locks and allocates. */
+#include "library_reports.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device_state.h"
+#include "gpucache_config.h"
+#include "gpucache_public.h"
+#include "library_lifecycle.h"
+#include "log.h"
+#include "real_driver.h"
+
+/* At most this many OOM snapshots per process: a program that retries
+ * allocations in a loop must not fill the disk. */
+#define MAX_OOM_SNAPSHOTS 4
+
+/* The newest 16 Mi events (640 MiB) are kept: a long run must not exhaust
+ * host memory for its trace. Dropping the oldest keeps snapshots consistent
+ * (the viewer replays backwards from the final state), and the replay infers
+ * the allocations whose start was dropped. The report counts what was lost. */
+#define EVENT_LOG_LIMIT ((size_t)16 << 20)
+
+static struct gpucache_event_log *event_log;
+static pthread_once_t event_log_once = PTHREAD_ONCE_INIT;
+static struct gpucache_passthrough_counts passthrough_counts;
+/* Set by the signal handler (a lock-free atomic store is async-signal-safe),
+ * taken by exactly one hook. */
+static int snapshot_requested;
+static unsigned oom_snapshots;
+static unsigned signal_snapshots;
+
+static bool events_wanted(const struct gpucache_config *config)
+{
+    return config->trace_path[0] || config->trace_csv_path[0] || config->snapshot_path[0];
+}
+
+static void snapshot_signal_arrived(int signal_number)
+{
+    (void)signal_number;
+    __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
+}
+
+static void create_event_log(void)
+{
+    const struct gpucache_config *config = library_config();
+    if (events_wanted(config))
+        __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
+    if (config->snapshot_signal && config->snapshot_path[0]) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = snapshot_signal_arrived;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        sigaction(config->snapshot_signal, &action, NULL);
+    }
+}
+
+static struct gpucache_event_log *log_if_wanted(void)
+{
+    pthread_once(&event_log_once, create_event_log);
+    return __atomic_load_n(&event_log, __ATOMIC_ACQUIRE);
+}
+
+/* The log if one was made (reports read it without making one). */
+static struct gpucache_event_log *existing_log(void)
+{
+    return __atomic_load_n(&event_log, __ATOMIC_ACQUIRE);
+}
+
+void library_reports_allocator_created(struct gpucache_allocator *allocator)
+{
+    struct gpucache_event_log *log = log_if_wanted();
+    if (log)
+        gpucache_allocator_set_observer(allocator, gpucache_event_log_observe, log);
+}
+
+void library_reports_count_passthrough(enum gpucache_passthrough_reason reason)
+{
+    __atomic_add_fetch(&passthrough_counts.calls[reason], 1, __ATOMIC_RELAXED);
+}
+
+void library_reports_passthrough_allocation(int device, uint64_t address, size_t size,
+                                            uint64_t stream)
+{
+    struct gpucache_event_log *log = log_if_wanted();
+    if (!log)
+        return;
+    gpucache_event_log_record(log, GPUCACHE_EVENT_SEGMENT_ALLOC, device, address, size, stream);
+    gpucache_event_log_record(log, GPUCACHE_EVENT_ALLOC, device, address, size, stream);
+}
+
+void library_reports_passthrough_free(int device, uint64_t address, size_t size, uint64_t stream)
+{
+    struct gpucache_event_log *log = log_if_wanted();
+    if (!log)
+        return;
+    gpucache_event_log_record(log, GPUCACHE_EVENT_FREE_REQUESTED, device, address, size, stream);
+    gpucache_event_log_record(log, GPUCACHE_EVENT_FREE_COMPLETED, device, address, size, stream);
+    gpucache_event_log_record(log, GPUCACHE_EVENT_SEGMENT_FREE, device, address, size, stream);
+}
+
+/* The configuration string as the user wrote it (allocator_settings). */
+static const char *settings_text(const struct gpucache_config *config)
+{
+    const char *text = config->source_variable ? getenv(config->source_variable) : NULL;
+    return text ? text : "";
+}
+
+/* The snapshot path with `tag` ("-oom-1") before its extension. */
+static void tagged_path(const char *pattern, const char *tag, char *out, size_t size)
+{
+    const char *dot = strrchr(pattern, '.');
+    const char *slash = strrchr(pattern, '/');
+    if (!dot || (slash && dot < slash))
+        dot = pattern + strlen(pattern);
+    snprintf(out, size, "%.*s%s%s", (int)(dot - pattern), pattern, tag, dot);
+}
+
+static void write_snapshot(const char *pattern)
+{
+    const struct gpucache_config *config = library_config();
+    /* Without the cache there are no segments to show, and a trace without
+     * its final state would not load in the viewer. */
+    if (config->passthrough || config->backend != GPUCACHE_BACKEND_NATIVE) {
+        static int said;
+        gpucache_log_once(&said, "no snapshot: %s bypasses the cache (the trace is still "
+                                 "written when asked for)",
+                          config->passthrough ? "passthrough:True" : "backend:cudaMallocAsync");
+        return;
+    }
+    struct gpucache_allocator *allocators[GPUCACHE_MAX_DEVICES];
+    size_t device_count = 0;
+    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
+         device++) {
+        allocators[device] = device_context(device) ? device_allocator(device) : NULL;
+        if (allocators[device])
+            device_count = (size_t)device + 1;
+    }
+    int fd = gpucache_report_open(pattern, (long)getpid(), false, "snapshot");
+    if (fd < 0)
+        return;
+    struct gpucache_snapshot_source source = {allocators, device_count, existing_log(), config,
+                                              settings_text(config)};
+    if (!gpucache_snapshot_write_allocators(fd, gpucache_snapshot_encoding_for_path(pattern),
+                                            &source))
+        gpucache_log("the snapshot %s is incomplete (out of host memory or a write error)",
+                     pattern);
+    gpucache_report_close(fd);
+}
+
+void library_reports_out_of_memory(void)
+{
+    const struct gpucache_config *config = library_config();
+    if (!config->snapshot_path[0])
+        return;
+    unsigned number = __atomic_add_fetch(&oom_snapshots, 1, __ATOMIC_RELAXED);
+    if (number > MAX_OOM_SNAPSHOTS)
+        return;
+    char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
+    snprintf(tag, sizeof tag, "-oom-%u", number);
+    tagged_path(config->snapshot_path, tag, pattern, sizeof pattern);
+    write_snapshot(pattern);
+}
+
+void library_reports_safe_point(void)
+{
+    if (!__atomic_load_n(&snapshot_requested, __ATOMIC_RELAXED) ||
+        !__atomic_exchange_n(&snapshot_requested, 0, __ATOMIC_ACQ_REL))
+        return;
+    unsigned number = __atomic_add_fetch(&signal_snapshots, 1, __ATOMIC_RELAXED);
+    char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
+    snprintf(tag, sizeof tag, "-signal-%u", number);
+    tagged_path(library_config()->snapshot_path, tag, pattern, sizeof pattern);
+    write_snapshot(pattern);
+}
+
+static void write_statistics(const struct gpucache_config *config)
+{
+    struct gpucache_device_report devices[GPUCACHE_MAX_DEVICES];
+    size_t count = 0;
+    size_t event_count = 0;
+    struct gpucache_event_log *log = existing_log();
+    struct gpucache_event *events = log ? gpucache_event_log_copy(log, -1, &event_count) : NULL;
+    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
+         device++) {
+        struct gpucache_device_report *report = &devices[count];
+        memset(report, 0, sizeof *report);
+        if (gpucache_device_stats(device, &report->stats) != 0)
+            continue;
+        report->device = device;
+        for (size_t index = 0; index < event_count; index++)
+            report->events_recorded += events[index].device == device;
+        /* The log counts its losses for all devices together. */
+        report->events_dropped = log && count == 0 ? gpucache_event_log_dropped(log) : 0;
+        count++;
+    }
+    free(events);
+    if (config->report_path[0]) {
+        struct gpucache_report report = {(long)getpid(), config, &passthrough_counts, devices,
+                                         count};
+        int fd = gpucache_report_open(config->report_path, (long)getpid(), true, "report");
+        if (fd >= 0 && !gpucache_report_write_json(fd, &report))
+            gpucache_log("the report is incomplete (out of host memory or a write error)");
+        gpucache_report_close(fd);
+    }
+    if (config->summary_path[0]) {
+        int fd = gpucache_report_open(config->summary_path, (long)getpid(), true, "summary");
+        char table[8192];
+        for (size_t index = 0; fd >= 0 && index < count; index++) {
+            size_t length = gpucache_stats_to_summary(&devices[index].stats,
+                                                      devices[index].device, false, table,
+                                                      sizeof table);
+            if (length >= sizeof table || write(fd, table, length) != (ssize_t)length)
+                break;
+        }
+        gpucache_report_close(fd);
+    }
+}
+
+static void write_trace(const char *pattern, const char *what,
+                        bool (*writer)(int, const struct gpucache_event *, size_t))
+{
+    struct gpucache_event_log *log = existing_log();
+    if (!pattern[0] || !log)
+        return;
+    size_t count = 0;
+    struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
+    int fd = gpucache_report_open(pattern, (long)getpid(), false, what);
+    if (fd >= 0 && !writer(fd, events, count))
+        gpucache_log("the %s %s is incomplete (out of host memory or a write error)", what,
+                     pattern);
+    gpucache_report_close(fd);
+    free(events);
+}
+
+__attribute__((destructor)) static void write_exit_reports(void)
+{
+    const struct gpucache_config *config = library_config();
+    /* A process that never used CUDA (a shell or `timeout` in front of the
+     * program) writes nothing; nor does a child forked after CUDA was used. */
+    if (library_passes_everything_through() || !real_driver_activated())
+        return;
+    write_statistics(config);
+    write_trace(config->trace_path, "trace", gpucache_trace_write_compact);
+    write_trace(config->trace_csv_path, "trace", gpucache_trace_write_rmm_csv);
+    if (config->snapshot_path[0])
+        write_snapshot(config->snapshot_path);
+}

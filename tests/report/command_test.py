@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""`gpucache run`, `gpucache ab` and the library's own report files, on a CUDA
+program (ab_program) running on the simulated device.
+
+usage: command_test.py CASE GPUCACHE AB_PROGRAM CHECKER LIBRARY
+(GPUCACHE_LIBRARY and LD_LIBRARY_PATH come from the test environment)"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def fail(message):
+    print(f'FAIL: {message}')
+    sys.exit(1)
+
+
+# The sanitizer runtime of a sanitizer build, preloaded first into every
+# command the tests start (ahead of the library, as it must be).
+SANITIZER_RUNTIME = os.environ.get('GPUCACHE_TEST_SANITIZER_RUNTIME', '')
+
+
+def run(arguments, expect=0, env=None, cwd=None):
+    environment = dict(os.environ)
+    if SANITIZER_RUNTIME and arguments[0] != sys.executable:
+        environment['LD_PRELOAD'] = SANITIZER_RUNTIME
+    environment.update(env or {})
+    result = subprocess.run(arguments, capture_output=True, text=True, env=environment, cwd=cwd,
+                            timeout=100)
+    if expect is not None and result.returncode != expect:
+        fail(f'{" ".join(map(str, arguments))} exited {result.returncode}, expected {expect}\n'
+             f'stdout: {result.stdout}\nstderr: {result.stderr}')
+    return result
+
+
+def table(text):
+    """The ab table as {row: [cells]}: cells are separated by two or more spaces."""
+    rows = {}
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(' '))
+    rows['labels'] = re.split(r'\s{2,}', lines[start].strip())
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        parts = re.split(r'\s{2,}', line.strip())
+        rows[parts[0]] = parts[1:]
+    return rows
+
+
+def format_bytes(count):
+    """replay_format_bytes's rendering."""
+    units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+    value, unit = float(count), 0
+    while value >= 1024 and unit + 1 < len(units):
+        value /= 1024
+        unit += 1
+    return f'{count} B' if unit == 0 else f'{value:.2f} {units[unit]}'
+
+
+def preload_env(library, configuration):
+    """The environment that puts the library in front of a program directly."""
+    return {'LD_PRELOAD': (SANITIZER_RUNTIME + ':' if SANITIZER_RUNTIME else '') + library,
+            'GPUCACHE_ALLOC_CONF': configuration}
+
+
+def check_snapshots(checker, paths):
+    run([sys.executable, checker, '--strict-opcodes'] + paths)
+
+
+def case_run(gpucache, program, work, **_):
+    result = run([gpucache, 'run', '--conf', 'max_split_size_mb:64', '--', program, 'churn'])
+    for expected in ('PyTorch CUDA memory summary, device ID 0', 'Allocated memory',
+                     'calls passed to the driver untouched: none',
+                     "exit 0 after", "configuration 'max_split_size_mb:64'"):
+        if expected not in result.stderr:
+            fail(f'gpucache run output lacks {expected!r}:\n{result.stderr}')
+    if result.stderr.count('PyTorch CUDA memory summary') != 1:
+        fail('one device, one table expected')
+    # The program's status is the command's.
+    run([gpucache, 'run', '--', program, 'exit3'], expect=3)
+    crashed = run([gpucache, 'run', '--', program, 'crash'], expect=128 + 11)
+    if 'SIGSEGV' not in crashed.stderr:
+        fail(f'crash not named: {crashed.stderr}')
+    # Pass-through calls are counted by reason.
+    baseline = run([gpucache, 'run', '--conf', 'passthrough:True', '--', program, 'churn'])
+    match = re.search(r'calls passed to the driver untouched: configured (\d+)', baseline.stderr)
+    if not match or int(match.group(1)) < 400:
+        fail(f'pass-through counts: {baseline.stderr}')
+    refused = run([gpucache, 'run', '--conf', 'report:x.json', '--', program], expect=2)
+    if 'sets report, which the command sets itself' not in refused.stderr:
+        fail(f'report key: {refused.stderr}')
+    bad = run([gpucache, 'run', '--conf', 'max_split_size_mb', '--', program], expect=2)
+    if bad.stderr.count('\n') != 1 or 'max_split_size_mb' not in bad.stderr:
+        fail(f'bad configuration: {bad.stderr!r}')
+    missing = run([gpucache, 'run', '--', f'{work}/no-such-program'], expect=127)
+    if 'no-such-program' not in missing.stderr:
+        fail(f'missing program: {missing.stderr}')
+    lost = run([gpucache, 'run', '--', program], expect=127,
+               env={'GPUCACHE_LIBRARY': f'{work}/none.so'})
+    if 'GPUCACHE_LIBRARY' not in lost.stderr:
+        fail(f'missing library: {lost.stderr}')
+
+
+def case_ab_counters(gpucache, program, work, **_):
+    """Each column's figures against the simulator's own counts of the same run."""
+    for configuration, label in (('', 'default'), ('reuse:conservative', 'reuse:conservative'),
+                                 ('expandable_segments:True', 'expandable_segments:True'),
+                                 (None, 'baseline')):
+        stats_path = f'{work}/sim-{label}.json'
+        arguments = [gpucache, 'ab'] + (['--baseline'] if configuration is None
+                                        else ['--conf', configuration])
+        result = run(arguments + ['--', program, 'churn'], env={'GPUSIM_STATS': stats_path})
+        if configuration is None:
+            # --baseline alone still runs the default column: the last
+            # run wrote the simulator's file, so compare with it.
+            pass
+        rows = table(result.stdout)
+        column = rows['labels'].index(label) if configuration is not None else -1
+        sim = json.load(open(stats_path))
+        calls = sim['calls']
+        cell = {name: rows[name][column] for name in rows if name != 'labels'}
+        if configuration is None:
+            # The last run is the default column's; the baseline's own
+            # figures are checked against the program's own count instead.
+            baseline = {name: rows[name][0] for name in rows if name != 'labels'}
+            if baseline['driver allocations'] != '490' or baseline['driver frees'] != '490':
+                fail(f'baseline driver calls: {baseline}')
+            if baseline['utilisation'] != '100.00%' or baseline['synchronizations'] != '0':
+                fail(f'baseline: {baseline}')
+        if cell['peak reserved'] != format_bytes(sim['peak_physical_bytes']):
+            fail(f'{label}: peak reserved {cell["peak reserved"]}, the simulator held at most '
+                 f'{format_bytes(sim["peak_physical_bytes"])}')
+        if 'cuMemCreate' not in calls:
+            if cell['driver allocations'] != str(calls.get('cuMemAlloc_v2', 0)):
+                fail(f'{label}: driver allocations {cell["driver allocations"]}, simulator '
+                     f'cuMemAlloc_v2 {calls.get("cuMemAlloc_v2")}')
+            if cell['driver frees'] != str(calls.get('cuMemFree_v2', 0)):
+                fail(f'{label}: driver frees {cell["driver frees"]}, simulator '
+                     f'cuMemFree_v2 {calls.get("cuMemFree_v2", 0)}')
+        # The program synchronizes its stream once itself.
+        ours = int(cell['synchronizations'])
+        if configuration == 'reuse:conservative':
+            if ours != calls.get('cuCtxSynchronize', 0) or ours + 1 != sim['synchronizations']:
+                fail(f'{label}: {ours} synchronizations, simulator {sim["synchronizations"]}')
+        elif ours > sim['synchronizations'] - 1:
+            fail(f'{label}: {ours} synchronizations, more than the simulator saw')
+        if cell['OOMs'] != '0' or cell['retries'] != '0' or cell['exit status'] != '0':
+            fail(f'{label}: {cell}')
+
+
+def case_ab_failure(gpucache, program, **_):
+    result = run([gpucache, 'ab', '--conf', '', '--conf', 'expandable_segments:True',
+                  '--repeat', '2', '--', program, 'crash'], expect=1)
+    rows = table(result.stdout)
+    if rows['exit status'] != ['SIGSEGV SIGSEGV'] * 2 or rows['peak reserved'] != ['failed'] * 2:
+        fail(f'crashing runs: {result.stdout}')
+    if 'the output of a failed run ends with:\nab_program: about to crash' not in result.stdout:
+        fail(f'failed run output: {result.stdout}')
+    result = run([gpucache, 'ab', '--', program, 'exit3'], expect=1)
+    if table(result.stdout)['exit status'] != ['3']:
+        fail(f'exit status 3: {result.stdout}')
+    # Progress goes to a terminal only: none on a pipe.
+    if result.stderr:
+        fail(f'stderr on a pipe: {result.stderr!r}')
+    repeated = run([gpucache, 'ab', '--repeat', '3', '--', program, 'churn'])
+    rows = table(repeated.stdout)
+    low, high = re.match(r'([\d.]+)-([\d.]+) s', rows['wall time (range)'][0]).groups()
+    median = float(rows['wall time (median)'][0].split()[0])
+    if not float(low) <= median <= float(high) or rows['exit status'] != ['0 0 0']:
+        fail(f'three runs: {repeated.stdout}')
+    # On a terminal it shows progress on stderr, erased before the table.
+    import pty
+    leader, follower = pty.openpty()
+    environment = dict(os.environ)
+    if SANITIZER_RUNTIME:
+        environment['LD_PRELOAD'] = SANITIZER_RUNTIME
+    process = subprocess.Popen([gpucache, 'ab', '--repeat', '2', '--', program, 'churn'],
+                               stdout=subprocess.PIPE, stderr=follower, env=environment)
+    os.close(follower)
+    shown = b''
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.wait(timeout=100)
+    os.close(leader)
+    if b'gpucache ab: run 2 of 2 (default)' not in shown or not shown.endswith(b'\r\x1b[K'):
+        fail(f'progress on a terminal: {shown!r}')
+    bad = run([gpucache, 'ab', '--repeat', '0', '--', program], expect=2)
+    if '--repeat' not in bad.stderr:
+        fail(f'--repeat 0: {bad.stderr}')
+
+
+def case_ab_json(gpucache, program, **_):
+    result = run([gpucache, 'ab', '--json', '--baseline', '--conf', 'expandable_segments:True',
+                  '--repeat', '3', '--', program, 'churn'])
+    report = json.loads(result.stdout)
+    baseline, cached = report['configurations']
+    if report['repeat'] != 3 or report['program'][1:] != ['churn']:
+        fail(f'header: {report}')
+    if not baseline['baseline'] or cached['label'] != 'expandable_segments:True':
+        fail(f'columns: {[c["label"] for c in report["configurations"]]}')
+    for column in (baseline, cached):
+        if [r['status'] for r in column['runs']] != ['exit 0'] * 3 or column['succeeded'] != 3:
+            fail(f'{column["label"]} runs: {column["runs"]}')
+        for key, value in column['median'].items():
+            values = sorted(r['figures'][key] for r in column['runs'])
+            if value != values[1]:
+                fail(f'{column["label"]} median {key} {value}, runs {values}')
+    if baseline['median']['driver_allocations'] != 490 or baseline['median']['passthrough_calls'] < 490:
+        fail(f'baseline: {baseline["median"]}')
+    crashed = json.loads(run([gpucache, 'ab', '--json', '--', program, 'crash'], expect=1).stdout)
+    column, = crashed['configurations']
+    if column['median'] is not None or column['runs'][0]['status'] != 'SIGSEGV':
+        fail(f'crashed run: {column}')
+
+
+def case_ab_charts(gpucache, program, checker, work, **_):
+    svg, snapshot = f'{work}/chart.svg', f'{work}/snapshot.json'
+    run([gpucache, 'ab', '--baseline', '--conf', '', '--conf', 'expandable_segments:True',
+         '--svg', svg, '--snapshot', snapshot, '--', program, 'churn'])
+    if shutil.which('xmllint'):
+        run(['xmllint', '--noout', svg])
+    text = open(svg).read()
+    for label in ('baseline', 'default', 'expandable_segments:True', 'seconds since the first'):
+        if label not in text:
+            fail(f'chart lacks {label!r}')
+    if text.count('<polyline') != 6:
+        fail(f'{text.count("<polyline")} curves for three configurations')
+    snapshots = [f'{work}/snapshot-1.json', f'{work}/snapshot-2.json']
+    check_snapshots(checker, snapshots)
+    if not all(s['is_expandable'] for s in json.load(open(snapshots[1]))['segments']):
+        fail('the second snapshot is not the expandable configuration')
+    # One configuration: the file itself, as a pickle when named so.
+    pickled = f'{work}/one.pickle'
+    run([gpucache, 'ab', '--snapshot', pickled, '--', program, 'churn'])
+    if open(pickled, 'rb').read(2) != b'\x80\x02':
+        fail('--snapshot .pickle did not write a pickle')
+    check_snapshots(checker, [pickled])
+    # Existing files are not overwritten; the table is still printed.
+    before = open(svg).read()
+    again = run([gpucache, 'ab', '--svg', svg, '--', program, 'churn'], expect=1)
+    if open(svg).read() != before or 'file exists' not in again.stderr or 'exit status' not in again.stdout:
+        fail(f'existing chart: {again.stderr}')
+
+
+def case_library_files(program, checker, library, gpucache, work, **_):
+    configuration = (f'report:{work}/report-%p.json,summary:{work}/summary.txt,'
+                     f'trace:{work}/trace.txt,trace_csv:{work}/trace.csv,'
+                     f'snapshot:{work}/snapshot.pickle')
+    result = run([program, 'churn'], env=preload_env(library, configuration))
+    reports = glob.glob(f'{work}/report-*.json')
+    if len(reports) != 1:
+        fail(f'reports: {reports} {result.stderr}')
+    report = json.load(open(reports[0]))
+    device, = report['devices']
+    if device['stats']['num_device_alloc'] < 1 or device['events']['recorded'] < 100:
+        fail(f'report: {device}')
+    if report['configuration']['keys']['trace']['source'] != 'string':
+        fail('the configuration in the report is not the one given')
+    if 'PyTorch CUDA memory summary, device ID 0' not in open(f'{work}/summary.txt').read():
+        fail('summary file')
+    if not open(f'{work}/trace.txt').read().startswith('gpucache-trace 1 start_ns '):
+        fail('trace file')
+    check_snapshots(checker, [f'{work}/snapshot.pickle'])
+    replayed = run([gpucache, 'replay', '--json', f'{work}/trace.csv'])
+    if not json.loads(replayed.stdout)['configurations'][0]['completed']:
+        fail('the CSV trace does not replay')
+
+
+def case_library_devices(program, checker, library, work, **_):
+    """Two devices: one snapshot with both devices' segments and traces."""
+    env = preload_env(library, f'snapshot:{work}/snap.json,report:{work}/report.json')
+    env['GPUSIM_DEVICES'] = '2'
+    run([program, 'devices'], env=env)
+    check_snapshots(checker, [f'{work}/snap.json'])
+    snapshot = json.load(open(f'{work}/snap.json'))
+    if len(snapshot['device_traces']) != 2 or not all(snapshot['device_traces']):
+        fail(f'device traces: {[len(t) for t in snapshot["device_traces"]]}')
+    if {s['device'] for s in snapshot['segments']} != {0, 1}:
+        fail('segments of both devices expected')
+    report = json.load(open(f'{work}/report.json'))
+    if [d['device'] for d in report['devices']] != [0, 1]:
+        fail(f'report devices: {report["devices"]}')
+
+
+def case_library_threads(program, checker, library, work, **_):
+    """Four threads allocate at once while the snapshot signal arrives: the
+    snapshots (at the signal, at exit) and the trace stay consistent."""
+    conf = (f'snapshot:{work}/snap.json,snapshot_signal:SIGUSR1,trace:{work}/trace.txt,'
+            f'expandable_segments:True')
+    run([program, 'threads'], env=preload_env(library, conf))
+    check_snapshots(checker, [f'{work}/snap-signal-1.json', f'{work}/snap.json'])
+    header = open(f'{work}/trace.txt').readline().split()
+    final = json.load(open(f'{work}/snap.json'))
+    if int(header[5]) != len(final['device_traces'][0]):
+        fail(f'the trace has {header[5]} events, the final snapshot '
+             f'{len(final["device_traces"][0])}')
+
+
+def case_library_oom(program, checker, library, work, **_):
+    for configuration in ('', 'expandable_segments:True'):
+        directory = tempfile.mkdtemp(dir=work)
+        conf = ','.join(filter(None, [configuration, f'snapshot:{directory}/snap-%p.json']))
+        env = preload_env(library, conf)
+        env['GPUSIM_MEMORY'] = '200MiB'
+        result = run([program, 'oom'], env=env)
+        oom = glob.glob(f'{directory}/snap-*-oom-1.json')
+        final = [p for p in glob.glob(f'{directory}/snap-*.json') if '-oom-' not in p]
+        if len(oom) != 1 or len(final) != 1:
+            fail(f'{configuration or "default"}: snapshots {os.listdir(directory)} {result.stderr}')
+        check_snapshots(checker, oom + final)
+        at_oom = json.load(open(oom[0]))
+        trace = at_oom['device_traces'][0]
+        if trace[-1]['action'] != 'oom':
+            fail(f'the OOM snapshot ends with {trace[-1]}')
+        held = sum(s['allocated_size'] for s in at_oom['segments'])
+        if held < 100 << 20:
+            fail(f'the OOM snapshot holds {held} bytes: written after frees?')
+
+
+def case_library_signal(program, checker, library, work, **_):
+    conf = f'snapshot:{work}/snap.json,snapshot_signal:SIGUSR1'
+    run([program, 'signal'], env=preload_env(library, conf))
+    signalled = f'{work}/snap-signal-1.json'
+    if not os.path.exists(signalled):
+        fail(f'no snapshot after the signal: {os.listdir(work)}')
+    check_snapshots(checker, [signalled, f'{work}/snap.json'])
+    at_signal = json.load(open(signalled))
+    if sum(s['allocated_size'] for s in at_signal['segments']) < 1 << 20:
+        fail('the signal snapshot does not hold the first buffer')
+
+
+def case_library_round_trip(program, library, gpucache, work, **_):
+    """A snapshot the library wrote, replayed offline, gives the same peaks."""
+    for configuration in ('', 'expandable_segments:True'):
+        directory = tempfile.mkdtemp(dir=work)
+        conf = ','.join(filter(None, [configuration, f'snapshot:{directory}/snap.json',
+                                      f'report:{directory}/report.json']))
+        run([program, 'ordered'], env=preload_env(library, conf))
+        recorded = json.load(open(f'{directory}/report.json'))['devices'][0]['stats']
+        replayed = run([gpucache, 'replay', '--json', '--conf', configuration,
+                        f'{directory}/snap.json'])
+        stats = json.loads(replayed.stdout)['configurations'][0]['stats']
+        for key in ('allocated_bytes.all.peak', 'reserved_bytes.all.peak',
+                    'requested_bytes.all.peak'):
+            if stats[key] != recorded[key]:
+                fail(f'{configuration or "default"}: {key} replayed {stats[key]}, '
+                     f'recorded {recorded[key]}')
+
+
+def case_library_refuses(program, library, work, **_):
+    """A report path that exists or is a link is left alone; the program is
+    not disturbed."""
+    existing = f'{work}/report.json'
+    open(existing, 'w').write('mine')
+    result = run([program, 'churn'], env=preload_env(library, f'report:{existing}'))
+    if open(existing).read() != 'mine' or 'file exists' not in result.stderr:
+        fail(f'existing report file: {result.stderr!r}')
+    if result.stderr.count('gpucache:') != 1:
+        fail(f'one line expected: {result.stderr!r}')
+    os.symlink(f'{work}/target', f'{work}/link.json')
+    result = run([program, 'exit3'], expect=3,
+                 env=preload_env(library, f'report:{work}/link.json'))
+    if os.path.exists(f'{work}/target') or 'symbolic link' not in result.stderr:
+        fail(f'symbolic link: {result.stderr!r}')
+    result = run([program, 'churn'], env=preload_env(library, f'report:{work}/none/r.json'))
+    if 'cannot write the report' not in result.stderr:
+        fail(f'missing directory: {result.stderr!r}')
+
+
+def main():
+    case, gpucache, program, checker, library = sys.argv[1:6]
+    with tempfile.TemporaryDirectory() as work:
+        globals()['case_' + case.replace('-', '_')](gpucache=gpucache, program=program,
+                                                    checker=checker, library=library, work=work)
+    print(f'{case}: ok')
+
+
+if __name__ == '__main__':
+    main()

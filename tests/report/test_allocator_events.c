@@ -1,0 +1,183 @@
+/* The allocator's events, one operation at a time: which actions, in which
+ * order, with which addresses, sizes and streams. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "accounting_driver.h"
+#include "gpucache_allocator.h"
+#include "gpucache_config.h"
+#include "gpucache_events.h"
+
+#define MiB ((size_t)1 << 20)
+#define STREAM ((gpucache_stream)0xA000)
+
+struct events_fixture {
+    struct gpucache_config config;
+    struct accounting_driver *driver;
+    struct gpucache_allocator *allocator;
+    struct gpucache_event_log *log;
+};
+
+static void open_fixture(struct events_fixture *f, const char *configuration, uint64_t capacity)
+{
+    struct gpucache_config_error error;
+    gpucache_config_defaults(&f->config);
+    cr_assert_eq(gpucache_config_parse(NULL, configuration, &f->config, &error), 0, "%s",
+                 error.message);
+    f->driver = accounting_driver_create(capacity, 0);
+    f->allocator = gpucache_allocator_create(&f->config, accounting_driver_interface(f->driver), 3);
+    f->log = gpucache_event_log_create(0);
+    gpucache_allocator_set_observer(f->allocator, gpucache_event_log_observe, f->log);
+}
+
+static void close_fixture(struct events_fixture *f)
+{
+    gpucache_allocator_destroy(f->allocator);
+    accounting_driver_destroy(f->driver);
+    gpucache_event_log_destroy(f->log);
+}
+
+/* The events since the last call, checked against `expected` actions. */
+static struct gpucache_event *expect_actions(struct events_fixture *f,
+                                             const enum gpucache_event_action *expected,
+                                             size_t expected_count)
+{
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(f->log, -1, &count);
+    cr_assert_eq(count, expected_count, "%zu events, expected %zu", count, expected_count);
+    for (size_t index = 0; index < count; index++) {
+        cr_assert_eq(events[index].action, expected[index], "event %zu is %s, expected %s", index,
+                     gpucache_event_action_name(events[index].action),
+                     gpucache_event_action_name(expected[index]));
+        cr_assert_eq(events[index].device, 3);
+    }
+    gpucache_event_log_clear(f->log);
+    return events;
+}
+
+Test(allocator_events, same_stream_free_completes_at_once)
+{
+    struct events_fixture f;
+    open_fixture(&f, "", 1ull << 30);
+    uint64_t address;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 3 * MiB, STREAM, &address), 0);
+    const enum gpucache_event_action grown[] = {GPUCACHE_EVENT_SEGMENT_ALLOC, GPUCACHE_EVENT_ALLOC};
+    struct gpucache_event *events = expect_actions(&f, grown, 2);
+    cr_assert_eq(events[0].address, address);
+    cr_assert_eq(events[0].size, 20 * MiB, "a 3 MiB request gets a 20 MiB segment");
+    cr_assert_eq(events[1].size, 3 * MiB, "alloc carries the requested size");
+    cr_assert_eq(events[1].stream, STREAM);
+    free(events);
+    cr_assert_eq(gpucache_allocator_free(f.allocator, address, GPUCACHE_FREE_STREAM_ORDERED,
+                                         STREAM),
+                 0);
+    const enum gpucache_event_action freed[] = {GPUCACHE_EVENT_FREE_REQUESTED,
+                                                GPUCACHE_EVENT_FREE_COMPLETED};
+    events = expect_actions(&f, freed, 2);
+    cr_assert_eq(events[1].address, address);
+    cr_assert_eq(events[1].size, 3 * MiB);
+    free(events);
+    gpucache_allocator_empty_cache(f.allocator);
+    const enum gpucache_event_action emptied[] = {GPUCACHE_EVENT_SEGMENT_FREE};
+    events = expect_actions(&f, emptied, 1);
+    cr_assert_eq(events[0].size, 20 * MiB);
+    free(events);
+    close_fixture(&f);
+}
+
+Test(allocator_events, synchronous_free_completes_after_its_fence)
+{
+    struct events_fixture f;
+    open_fixture(&f, "", 1ull << 30);
+    accounting_driver_hold_fences(f.driver, true);
+    uint64_t first, second;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 4096, 0, &first), 0);
+    gpucache_event_log_clear(f.log);
+    cr_assert_eq(gpucache_allocator_free(f.allocator, first, GPUCACHE_FREE_SYNCHRONOUS, 0), 0);
+    const enum gpucache_event_action requested[] = {GPUCACHE_EVENT_FREE_REQUESTED};
+    free(expect_actions(&f, requested, 1));
+    /* The program synchronizes: the pending block becomes reusable. */
+    accounting_driver_complete_all(f.driver);
+    gpucache_allocator_synchronized(f.allocator, true, 0);
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 4096, 0, &second), 0);
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(f.log, -1, &count);
+    cr_assert_eq(count, 2);
+    cr_assert_eq(events[0].action, GPUCACHE_EVENT_FREE_COMPLETED);
+    cr_assert_eq(events[0].address, first);
+    cr_assert_eq(events[1].action, GPUCACHE_EVENT_ALLOC);
+    free(events);
+    accounting_driver_hold_fences(f.driver, false);
+    close_fixture(&f);
+}
+
+Test(allocator_events, out_of_memory_reports_the_device_free_bytes)
+{
+    struct events_fixture f;
+    open_fixture(&f, "", 64 * MiB);
+    uint64_t held, refused;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 30 * MiB, 0, &held), 0);
+    gpucache_event_log_clear(f.log);
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 50 * MiB, 0, &refused),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(f.log, -1, &count);
+    cr_assert_eq(count, 1, "only the oom: nothing was freed or grown");
+    cr_assert_eq(events[0].action, GPUCACHE_EVENT_OOM);
+    cr_assert_eq(events[0].size, 50 * MiB, "the rounded request");
+    cr_assert_eq(events[0].address, 64 * MiB - 30 * MiB, "the device's free bytes");
+    free(events);
+    close_fixture(&f);
+}
+
+Test(allocator_events, expandable_segments_map_and_unmap_page_ranges)
+{
+    struct events_fixture f;
+    open_fixture(&f, "expandable_segments:True", 1ull << 30);
+    uint64_t first, second;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 16 * MiB, 0, &first), 0);
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 16 * MiB, 0, &second), 0);
+    /* Worked example 2: a page for the first, an adjacent one for the second. */
+    const enum gpucache_event_action grown[] = {GPUCACHE_EVENT_SEGMENT_MAP, GPUCACHE_EVENT_ALLOC,
+                                                GPUCACHE_EVENT_SEGMENT_MAP, GPUCACHE_EVENT_ALLOC};
+    struct gpucache_event *events = expect_actions(&f, grown, 4);
+    cr_assert_eq(events[0].address, first);
+    cr_assert_eq(events[0].size, 20 * MiB);
+    cr_assert_eq(events[2].address, first + 20 * MiB);
+    cr_assert_eq(events[2].size, 20 * MiB);
+    free(events);
+    gpucache_allocator_free(f.allocator, first, GPUCACHE_FREE_STREAM_ORDERED, 0);
+    gpucache_allocator_free(f.allocator, second, GPUCACHE_FREE_STREAM_ORDERED, 0);
+    gpucache_event_log_clear(f.log);
+    gpucache_allocator_empty_cache(f.allocator);
+    size_t count;
+    events = gpucache_event_log_copy(f.log, -1, &count);
+    uint64_t unmapped = 0;
+    for (size_t index = 0; index < count; index++) {
+        cr_assert_eq(events[index].action, GPUCACHE_EVENT_SEGMENT_UNMAP);
+        unmapped += events[index].size;
+    }
+    cr_assert_eq(unmapped, 40 * MiB, "both pages go back");
+    free(events);
+    close_fixture(&f);
+}
+
+Test(allocator_events, forgetting_segments_reports_them_gone)
+{
+    struct events_fixture f;
+    open_fixture(&f, "", 1ull << 30);
+    uint64_t address;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 100, 0, &address), 0);
+    gpucache_event_log_clear(f.log);
+    gpucache_allocator_abandon(f.allocator);
+    const enum gpucache_event_action gone[] = {GPUCACHE_EVENT_FREE_REQUESTED,
+                                               GPUCACHE_EVENT_FREE_COMPLETED,
+                                               GPUCACHE_EVENT_SEGMENT_FREE};
+    struct gpucache_event *events = expect_actions(&f, gone, 3);
+    cr_assert_eq(events[0].address, address);
+    cr_assert_eq(events[0].size, 100);
+    cr_assert_eq(events[2].size, 2 * MiB);
+    free(events);
+    f.allocator = gpucache_allocator_create(&f.config, accounting_driver_interface(f.driver), 3);
+    close_fixture(&f);
+}

@@ -1,0 +1,14 @@
+/* Where libgpucache.so is, for the commands that run programs under it. */
+#ifndef GPUCACHE_LIBRARY_LOCATION_H
+#define GPUCACHE_LIBRARY_LOCATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Finds the library: $GPUCACHE_LIBRARY when set (it must exist), else
+ * libgpucache.so next to the gpucache executable, else ../lib/ (an installed
+ * tree), else ../interpose/ (the build tree). Writes the absolute path into
+ * `path`; false with one line in `why` naming every place tried. */
+bool library_location_find(char *path, size_t path_size, char *why, size_t why_size);
+
+#endif
