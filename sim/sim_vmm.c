@@ -435,14 +435,28 @@ CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address,
     return CUDA_SUCCESS;
 }
 
+/* A range may span several mappings placed side by side (an expandable
+ * segment maps one handle per page): the device sees one contiguous range,
+ * so every byte of it must be mapped with access, whichever mapping holds it. */
 bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device)
 {
-    struct sim_vmm_mapping *mapping = mapping_at(address);
-    if (mapping == NULL || mapping->access == CU_MEM_ACCESS_FLAGS_PROT_NONE ||
-        size > mapping->base + mapping->size - address)
+    struct sim_vmm_mapping *first = mapping_at(address);
+    if (first == NULL)
         return false;
+    uintptr_t cursor = address;
+    size_t remaining = size;
+    do {
+        struct sim_vmm_mapping *mapping = mapping_at(cursor);
+        if (mapping == NULL || mapping->access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            return false;
+        size_t available = mapping->base + mapping->size - cursor;
+        if (remaining <= available)
+            break;
+        cursor += available;
+        remaining -= available;
+    } while (remaining > 0);
     if (device != NULL)
-        *device = mapping->physical->device;
+        *device = first->physical->device;
     return true;
 }
 

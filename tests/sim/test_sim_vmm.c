@@ -301,3 +301,32 @@ Test(vmm, granularity_comes_from_the_environment, .init = small_pages)
     EXPECT_OK(cuMemRelease(handle));
     EXPECT_OK(cuMemAddressFree(base, 1 << 20));
 }
+
+/* An expandable segment maps one handle per page side by side; copies and
+ * memsets that cross from one mapping into the next must work as on a GPU,
+ * and one that reaches an unmapped page must still be refused. */
+Test(vmm, copies_cross_adjacent_mappings)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, 3 * PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle first, second;
+    EXPECT_OK(cuMemCreate(&first, PAGE, &properties, 0));
+    EXPECT_OK(cuMemCreate(&second, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base, PAGE, 0, first, 0));
+    EXPECT_OK(cuMemMap(base + PAGE, PAGE, 0, second, 0));
+    grant_access(base, 2 * PAGE);
+    CUdeviceptr straddling = base + PAGE - 512;
+    EXPECT_OK(cuMemsetD8(straddling, 0x7E, 1024));
+    unsigned char host[1024];
+    EXPECT_OK(cuMemcpyDtoH(host, straddling, sizeof host));
+    for (size_t i = 0; i < sizeof host; i++)
+        cr_assert_eq(host[i], 0x7E, "byte %zu across the page boundary", i);
+    EXPECT_RESULT(cuMemsetD8(base + 2 * PAGE - 512, 0, 1024), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_OK(cuMemUnmap(base, PAGE));
+    EXPECT_OK(cuMemUnmap(base + PAGE, PAGE));
+    EXPECT_OK(cuMemRelease(first));
+    EXPECT_OK(cuMemRelease(second));
+    EXPECT_OK(cuMemAddressFree(base, 3 * PAGE));
+}
