@@ -387,8 +387,11 @@ static void report_out_of_memory(struct gpucache_allocator *allocator, size_t ro
 
 /* The miss path: PyTorch's order (§1.9 of the research note), with the
  * reuse-safety steps first: close the open epochs, take a block another
- * stream has cleared, and wait for the oldest epochs while what they hold
- * could serve the request. */
+ * stream has cleared, and wait for the oldest epochs of synchronous frees
+ * before growing. Waiting is not gated on the epoch's own bytes covering the
+ * request: freed blocks merge with free neighbours into runs larger than
+ * what any epoch holds, and the program waited for each of those frees in
+ * cuMemFree anyway, so the wait costs it nothing it did not already pay. */
 static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum pool_kind pool,
                                       gpucache_stream stream, size_t rounded,
                                       gpucache_result *result)
@@ -400,7 +403,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
         return block;
     epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
-    while (allocator->synchronous_closed_bytes[pool] >= rounded) {
+    while (allocator->synchronous_closed_bytes[pool] != 0) {
         if (!epochs_wait_oldest(allocator, pool))
             break;
         if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)

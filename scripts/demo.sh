@@ -16,7 +16,8 @@ export LD_LIBRARY_PATH=$PWD/build/sim GPUSIM_MEMORY=${GPUSIM_MEMORY:-16GiB}
 
 echo "== A/B on the simulated device: samples/training_loop.c, $steps steps, 16 GiB device"
 build/tools/gpucache ab --baseline --repeat 3 \
-    --conf "" --conf "expandable_segments:True" --conf "reuse:conservative" \
+    --conf "" --conf "expandable_segments:True" --conf "roundup_power2_divisions:4" \
+    --conf "reuse:conservative" \
     -- build/samples/training_loop "$steps"
 
 traces=../shared/traces/pytorch-snapshots

@@ -239,3 +239,25 @@ Test(reuse, hits_query_outstanding_fences_only_every_8th_allocation)
     cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY) - before, 2);
     fixture_close(&f);
 }
+
+/* The freed block alone is smaller than the request, but it merges with free
+ * neighbours into a run that serves it: waiting for the synchronous free the
+ * program already waited for beats growing the device by a new segment. */
+Test(reuse, a_miss_waits_for_synchronous_frees_whose_merge_would_serve_it)
+{
+    struct fixture f;
+    open_held(&f);
+    uint64_t a = alloc(&f, 8 * MiB);
+    uint64_t b = alloc(&f, 8 * MiB);
+    cr_assert_eq(b, a + 8 * MiB, "both in one 20 MiB segment");
+    free_sync(&f, b);
+    gpucache_allocator_synchronized(f.allocator, true, 0);
+    free_sync(&f, a);
+    cr_assert_eq(stats_of(&f).pending_bytes.current, 8 * MiB);
+    cr_assert_eq(alloc(&f, 18 * MiB), a, "a and the free rest of its segment merge");
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_device_alloc, 1, "no new segment");
+    cr_assert_eq(stats.num_fence_waits, 1, "one wait, for the epoch holding a");
+    fixture_check(&f);
+    fixture_close(&f);
+}
