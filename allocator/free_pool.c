@@ -118,6 +118,11 @@ struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
                 break;
             if (candidate->free_tick > cleared)
                 continue;
+            /* An expandable segment grows for its own stream only, as in
+             * PyTorch: another stream's block inside it would, once freed and
+             * not yet cleared, cut the runs that the owner grows into. */
+            if (candidate->segment->kind == SEGMENT_EXPANDABLE)
+                continue;
             if (block_oversize_rules_accept(allocator, size, candidate->size) &&
                 (best == NULL || candidate->size < best->size ||
                  (candidate->size == best->size && candidate->address < best->address)))
