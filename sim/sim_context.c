@@ -170,17 +170,9 @@ static CUresult primary_release(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxRelease");
-    return primary_release(dev);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxRelease, (CUdevice dev), primary_release(dev))
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxRelease_v2");
-    return primary_release(dev);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), primary_release(dev))
 
 static CUresult primary_reset(CUdevice dev)
 {
@@ -196,17 +188,9 @@ static CUresult primary_reset(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxReset");
-    return primary_reset(dev);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxReset, (CUdevice dev), primary_reset(dev))
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxReset_v2");
-    return primary_reset(dev);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxReset_v2, (CUdevice dev), primary_reset(dev))
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
@@ -240,17 +224,13 @@ static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
-{
-    SIM_ENTER("cuDevicePrimaryCtxSetFlags");
-    return primary_set_flags(dev, flags);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags,
+                   (CUdevice dev, unsigned int flags),
+                   primary_set_flags(dev, flags))
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-    SIM_ENTER("cuDevicePrimaryCtxSetFlags_v2");
-    return primary_set_flags(dev, flags);
-}
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags_v2,
+                   (CUdevice dev, unsigned int flags),
+                   primary_set_flags(dev, flags))
 
 /* ---- created contexts --------------------------------------------------- */
 
@@ -279,17 +259,13 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-    SIM_ENTER("cuCtxCreate");
-    return context_create(pctx, flags, dev);
-}
+SIM_EXPORT_VARIANT(cuCtxCreate,
+                   (CUcontext *pctx, unsigned int flags, CUdevice dev),
+                   context_create(pctx, flags, dev))
 
-SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-    SIM_ENTER("cuCtxCreate_v2");
-    return context_create(pctx, flags, dev);
-}
+SIM_EXPORT_VARIANT(cuCtxCreate_v2,
+                   (CUcontext *pctx, unsigned int flags, CUdevice dev),
+                   context_create(pctx, flags, dev))
 
 SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                    int numParams, unsigned int flags, CUdevice dev)
@@ -338,17 +314,9 @@ static CUresult context_destroy(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxDestroy");
-    return context_destroy(ctx);
-}
+SIM_EXPORT_VARIANT(cuCtxDestroy, (CUcontext ctx), context_destroy(ctx))
 
-SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxDestroy_v2");
-    return context_destroy(ctx);
-}
+SIM_EXPORT_VARIANT(cuCtxDestroy_v2, (CUcontext ctx), context_destroy(ctx))
 
 /* ---- the current context ------------------------------------------------ */
 
@@ -407,29 +375,13 @@ static CUresult context_pop(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxPushCurrent");
-    return context_push(ctx);
-}
+SIM_EXPORT_VARIANT(cuCtxPushCurrent, (CUcontext ctx), context_push(ctx))
 
-SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxPushCurrent_v2");
-    return context_push(ctx);
-}
+SIM_EXPORT_VARIANT(cuCtxPushCurrent_v2, (CUcontext ctx), context_push(ctx))
 
-SIM_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-    SIM_ENTER("cuCtxPopCurrent");
-    return context_pop(pctx);
-}
+SIM_EXPORT_VARIANT(cuCtxPopCurrent, (CUcontext *pctx), context_pop(pctx))
 
-SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-    SIM_ENTER("cuCtxPopCurrent_v2");
-    return context_pop(pctx);
-}
+SIM_EXPORT_VARIANT(cuCtxPopCurrent_v2, (CUcontext *pctx), context_pop(pctx))
 
 /* The context named by `ctx`, or the current one when it is NULL. */
 static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)

@@ -107,17 +107,9 @@ static CUresult event_destroy(CUevent hEvent)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuEventDestroy(CUevent hEvent)
-{
-    SIM_ENTER("cuEventDestroy");
-    return event_destroy(hEvent);
-}
+SIM_EXPORT_VARIANT(cuEventDestroy, (CUevent hEvent), event_destroy(hEvent))
 
-SIM_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-    SIM_ENTER("cuEventDestroy_v2");
-    return event_destroy(hEvent);
-}
+SIM_EXPORT_VARIANT(cuEventDestroy_v2, (CUevent hEvent), event_destroy(hEvent))
 
 void sim_events_teardown(struct sim_context *context)
 {
@@ -186,30 +178,21 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flag
     return result;
 }
 
-SIM_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-    SIM_ENTER("cuEventRecord");
-    return event_record(hEvent, hStream, 0, false);
-}
+SIM_EXPORT_VARIANT(cuEventRecord,
+                   (CUevent hEvent, CUstream hStream),
+                   event_record(hEvent, hStream, 0, false))
 
-SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-    SIM_ENTER("cuEventRecord_ptsz");
-    return event_record(hEvent, hStream, 0, true);
-}
+SIM_EXPORT_VARIANT(cuEventRecord_ptsz,
+                   (CUevent hEvent, CUstream hStream),
+                   event_record(hEvent, hStream, 0, true))
 
-SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-    SIM_ENTER("cuEventRecordWithFlags");
-    return event_record(hEvent, hStream, flags, false);
-}
+SIM_EXPORT_VARIANT(cuEventRecordWithFlags,
+                   (CUevent hEvent, CUstream hStream, unsigned int flags),
+                   event_record(hEvent, hStream, flags, false))
 
-SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
-                                                unsigned int flags)
-{
-    SIM_ENTER("cuEventRecordWithFlags_ptsz");
-    return event_record(hEvent, hStream, flags, true);
-}
+SIM_EXPORT_VARIANT(cuEventRecordWithFlags_ptsz,
+                   (CUevent hEvent, CUstream hStream, unsigned int flags),
+                   event_record(hEvent, hStream, flags, true))
 
 /* The state of the last record: NULL stream when never recorded. */
 static void event_target(struct sim_event *event, struct sim_stream **stream,
@@ -295,17 +278,13 @@ static CUresult elapsed_time(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     return result;
 }
 
-SIM_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    SIM_ENTER("cuEventElapsedTime");
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
+SIM_EXPORT_VARIANT(cuEventElapsedTime,
+                   (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+                   elapsed_time(pMilliseconds, hStart, hEnd))
 
-SIM_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    SIM_ENTER("cuEventElapsedTime_v2");
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
+SIM_EXPORT_VARIANT(cuEventElapsedTime_v2,
+                   (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+                   elapsed_time(pMilliseconds, hStart, hEnd))
 
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
                                   bool per_thread_default)
@@ -350,14 +329,10 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-    SIM_ENTER("cuStreamWaitEvent");
-    return stream_wait_event(hStream, hEvent, Flags, false);
-}
+SIM_EXPORT_VARIANT(cuStreamWaitEvent,
+                   (CUstream hStream, CUevent hEvent, unsigned int Flags),
+                   stream_wait_event(hStream, hEvent, Flags, false))
 
-SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-    SIM_ENTER("cuStreamWaitEvent_ptsz");
-    return stream_wait_event(hStream, hEvent, Flags, true);
-}
+SIM_EXPORT_VARIANT(cuStreamWaitEvent_ptsz,
+                   (CUstream hStream, CUevent hEvent, unsigned int Flags),
+                   stream_wait_event(hStream, hEvent, Flags, true))
