@@ -394,21 +394,9 @@ static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)
     return result;
 }
 
-SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+/* cuCtxGetDevice is cuCtxGetDevice_v2 on the current context. */
+static CUresult context_get_device(CUdevice *device, CUcontext ctx)
 {
-    SIM_ENTER("cuCtxGetDevice");
-    if (device == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_context *context;
-    CUresult result = sim_require_context(&context);
-    if (result == CUDA_SUCCESS)
-        *device = context->device->ordinal;
-    return result;
-}
-
-SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
-{
-    SIM_ENTER("cuCtxGetDevice_v2");
     if (device == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
@@ -418,9 +406,18 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
     return result;
 }
 
-static CUresult context_synchronize(struct sim_context *context)
+SIM_EXPORT_VARIANT(cuCtxGetDevice, (CUdevice *device), context_get_device(device, NULL))
+SIM_EXPORT_VARIANT(cuCtxGetDevice_v2, (CUdevice *device, CUcontext ctx),
+                   context_get_device(device, ctx))
+
+/* cuCtxSynchronize is cuCtxSynchronize_v2 on the current context. */
+static CUresult context_synchronize(CUcontext ctx)
 {
-    CUresult result = sim_capture_check_unsafe_call();
+    struct sim_context *context;
+    CUresult result = explicit_or_current(ctx, &context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = sim_capture_check_unsafe_call();
     if (result != CUDA_SUCCESS)
         return result;
     atomic_fetch_add(&sim.synchronizations, 1);
@@ -428,21 +425,8 @@ static CUresult context_synchronize(struct sim_context *context)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxSynchronize(void)
-{
-    SIM_ENTER("cuCtxSynchronize");
-    struct sim_context *context;
-    CUresult result = sim_require_context(&context);
-    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
-}
-
-SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxSynchronize_v2");
-    struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
-    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
-}
+SIM_EXPORT_VARIANT(cuCtxSynchronize, (void), context_synchronize(NULL))
+SIM_EXPORT_VARIANT(cuCtxSynchronize_v2, (CUcontext ctx), context_synchronize(ctx))
 
 SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {

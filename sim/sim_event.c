@@ -125,17 +125,28 @@ void sim_events_teardown(struct sim_context *context)
     }
 }
 
+/* The stream and the event an operation between the two names; checks that
+ * `flags` uses only the bits in `known_flags`. The event comes back with a
+ * reference the caller releases. */
+static CUresult resolve_stream_and_event(CUstream hStream, CUevent hEvent, unsigned int flags,
+                                         unsigned int known_flags, bool per_thread_default,
+                                         struct sim_stream **stream, struct sim_event **event)
+{
+    if ((flags & ~known_flags) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return event_acquire(hEvent, event);
+}
+
 static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flags,
                              bool per_thread_default)
 {
-    if ((flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_event *event;
-    result = event_acquire(hEvent, &event);
+    CUresult result = resolve_stream_and_event(hStream, hEvent, flags, CU_EVENT_RECORD_EXTERNAL,
+                                               per_thread_default, &stream, &event);
     if (result != CUDA_SUCCESS)
         return result;
     if (event->context != stream->context) {
@@ -289,14 +300,10 @@ SIM_EXPORT_VARIANT(cuEventElapsedTime_v2,
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
                                   bool per_thread_default)
 {
-    if ((Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_event *event;
-    result = event_acquire(hEvent, &event);
+    CUresult result = resolve_stream_and_event(hStream, hEvent, Flags, CU_EVENT_WAIT_EXTERNAL,
+                                               per_thread_default, &stream, &event);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_stream *target;
