@@ -157,20 +157,16 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, bool p
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuStreamBeginCapture,
-                   (CUstream hStream),
+SIM_EXPORT_VARIANT(cuStreamBeginCapture, (CUstream hStream),
                    begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false))
 
-SIM_EXPORT_VARIANT(cuStreamBeginCapture_ptsz,
-                   (CUstream hStream),
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_ptsz, (CUstream hStream),
                    begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true))
 
-SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2,
-                   (CUstream hStream, CUstreamCaptureMode mode),
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
                    begin_capture(hStream, mode, false))
 
-SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2_ptsz,
-                   (CUstream hStream, CUstreamCaptureMode mode),
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode),
                    begin_capture(hStream, mode, true))
 
 static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_default)
@@ -207,12 +203,10 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuStreamEndCapture,
-                   (CUstream hStream, CUgraph *phGraph),
+SIM_EXPORT_VARIANT(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
                    end_capture(hStream, phGraph, false))
 
-SIM_EXPORT_VARIANT(cuStreamEndCapture_ptsz,
-                   (CUstream hStream, CUgraph *phGraph),
+SIM_EXPORT_VARIANT(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph),
                    end_capture(hStream, phGraph, true))
 
 /* Capture status and id of a stream. The legacy stream cannot capture, and
@@ -250,8 +244,7 @@ static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *captureSta
     return capture_state(hStream, per_thread_default, captureStatus, &id);
 }
 
-SIM_EXPORT_VARIANT(cuStreamIsCapturing,
-                   (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+SIM_EXPORT_VARIANT(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
                    is_capturing(hStream, captureStatus, false))
 
 SIM_EXPORT_VARIANT(cuStreamIsCapturing_ptsz,

@@ -224,12 +224,10 @@ static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags,
-                   (CUdevice dev, unsigned int flags),
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags),
                    primary_set_flags(dev, flags))
 
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags_v2,
-                   (CUdevice dev, unsigned int flags),
+SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags),
                    primary_set_flags(dev, flags))
 
 /* ---- created contexts --------------------------------------------------- */
@@ -259,12 +257,10 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuCtxCreate,
-                   (CUcontext *pctx, unsigned int flags, CUdevice dev),
+SIM_EXPORT_VARIANT(cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev),
                    context_create(pctx, flags, dev))
 
-SIM_EXPORT_VARIANT(cuCtxCreate_v2,
-                   (CUcontext *pctx, unsigned int flags, CUdevice dev),
+SIM_EXPORT_VARIANT(cuCtxCreate_v2, (CUcontext *pctx, unsigned int flags, CUdevice dev),
                    context_create(pctx, flags, dev))
 
 SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,

@@ -85,12 +85,10 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUs
 #define LEGACY_DEFAULT_STREAM false
 #define PER_THREAD_DEFAULT_STREAM true
 
-SIM_EXPORT_VARIANT(cuMemcpy,
-                   (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+SIM_EXPORT_VARIANT(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
                    unified_copy(dst, src, ByteCount, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT_VARIANT(cuMemcpy_ptds,
-                   (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+SIM_EXPORT_VARIANT(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
                    unified_copy(dst, src, ByteCount, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
 SIM_EXPORT_VARIANT(cuMemcpyAsync,
@@ -101,8 +99,7 @@ SIM_EXPORT_VARIANT(cuMemcpyAsync_ptsz,
                    (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
                    unified_copy(dst, src, ByteCount, hStream, PER_THREAD_DEFAULT_STREAM, true))
 
-SIM_EXPORT_VARIANT(cuMemcpyHtoD_v2,
-                   (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
+SIM_EXPORT_VARIANT(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
                    copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
                         LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
@@ -111,13 +108,11 @@ SIM_EXPORT_VARIANT(cuMemcpyHtoD_v2_ptds,
                    copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
                         PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2,
-                   (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
                    copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
                         LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2_ptds,
-                   (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
                    copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
                         PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
@@ -286,28 +281,22 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *pCopy, CUstream stream, bool per_th
                           synchronization == SYNCHRONOUS_BLOCKING);
 }
 
-SIM_EXPORT_VARIANT(cuMemcpy2D_v2,
-                   (const CUDA_MEMCPY2D *pCopy),
+SIM_EXPORT_VARIANT(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy),
                    copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT_VARIANT(cuMemcpy2D_v2_ptds,
-                   (const CUDA_MEMCPY2D *pCopy),
+SIM_EXPORT_VARIANT(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy),
                    copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2,
-                   (const CUDA_MEMCPY2D *pCopy),
+SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *pCopy),
                    copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2_ptds,
-                   (const CUDA_MEMCPY2D *pCopy),
+SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *pCopy),
                    copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2,
-                   (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
                    copy_2d(pCopy, hStream, LEGACY_DEFAULT_STREAM, true))
 
-SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2_ptsz,
-                   (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
                    copy_2d(pCopy, hStream, PER_THREAD_DEFAULT_STREAM, true))
 
 /* ---- memset ------------------------------------------------------------- */

@@ -189,16 +189,13 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flag
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuEventRecord,
-                   (CUevent hEvent, CUstream hStream),
+SIM_EXPORT_VARIANT(cuEventRecord, (CUevent hEvent, CUstream hStream),
                    event_record(hEvent, hStream, 0, false))
 
-SIM_EXPORT_VARIANT(cuEventRecord_ptsz,
-                   (CUevent hEvent, CUstream hStream),
+SIM_EXPORT_VARIANT(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream),
                    event_record(hEvent, hStream, 0, true))
 
-SIM_EXPORT_VARIANT(cuEventRecordWithFlags,
-                   (CUevent hEvent, CUstream hStream, unsigned int flags),
+SIM_EXPORT_VARIANT(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
                    event_record(hEvent, hStream, flags, false))
 
 SIM_EXPORT_VARIANT(cuEventRecordWithFlags_ptsz,
@@ -289,12 +286,10 @@ static CUresult elapsed_time(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuEventElapsedTime,
-                   (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+SIM_EXPORT_VARIANT(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
                    elapsed_time(pMilliseconds, hStart, hEnd))
 
-SIM_EXPORT_VARIANT(cuEventElapsedTime_v2,
-                   (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+SIM_EXPORT_VARIANT(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
                    elapsed_time(pMilliseconds, hStart, hEnd))
 
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
@@ -336,10 +331,8 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuStreamWaitEvent,
-                   (CUstream hStream, CUevent hEvent, unsigned int Flags),
+SIM_EXPORT_VARIANT(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
                    stream_wait_event(hStream, hEvent, Flags, false))
 
-SIM_EXPORT_VARIANT(cuStreamWaitEvent_ptsz,
-                   (CUstream hStream, CUevent hEvent, unsigned int Flags),
+SIM_EXPORT_VARIANT(cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags),
                    stream_wait_event(hStream, hEvent, Flags, true))

@@ -228,12 +228,10 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuMemHostRegister,
-                   (void *p, size_t bytesize, unsigned int Flags),
+SIM_EXPORT_VARIANT(cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags),
                    host_register(p, bytesize, Flags))
 
-SIM_EXPORT_VARIANT(cuMemHostRegister_v2,
-                   (void *p, size_t bytesize, unsigned int Flags),
+SIM_EXPORT_VARIANT(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags),
                    host_register(p, bytesize, Flags))
 
 SIM_EXPORT CUresult cuMemHostUnregister(void *p)

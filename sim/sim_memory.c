@@ -452,12 +452,10 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flag
     return host_allocate(pp, bytesize, Flags, SIM_RANGE_HOST);
 }
 
-SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost_v2,
-                              (void **pp, size_t bytesize),
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost_v2, (void **pp, size_t bytesize),
                               host_allocate(pp, bytesize, 0, SIM_RANGE_HOST))
 
-SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost,
-                              (void **pp, unsigned int bytesize),
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost, (void **pp, unsigned int bytesize),
                               host_allocate(pp, bytesize, 0, SIM_RANGE_HOST))
 
 /* cuMemHostAlloc memory, as opposed to registered memory, which the program

@@ -414,10 +414,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuMemFreeAsync,
-                   (CUdeviceptr dptr, CUstream hStream),
+SIM_EXPORT_VARIANT(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),
                    free_async(dptr, hStream, false))
 
-SIM_EXPORT_VARIANT(cuMemFreeAsync_ptsz,
-                   (CUdeviceptr dptr, CUstream hStream),
+SIM_EXPORT_VARIANT(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream),
                    free_async(dptr, hStream, true))

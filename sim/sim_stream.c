@@ -438,8 +438,7 @@ static CUresult stream_create(CUstream *phStream, unsigned int Flags, int priori
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuStreamCreate,
-                   (CUstream *phStream, unsigned int Flags),
+SIM_EXPORT_VARIANT(cuStreamCreate, (CUstream *phStream, unsigned int Flags),
                    stream_create(phStream, Flags, 0))
 
 SIM_EXPORT_VARIANT(cuStreamCreateWithPriority,
@@ -612,12 +611,10 @@ static CUresult launch_host_function(CUstream hStream, CUhostFn fn, void *userDa
     return sim_stream_run(hStream, per_thread_default, &work, false);
 }
 
-SIM_EXPORT_VARIANT(cuLaunchHostFunc,
-                   (CUstream hStream, CUhostFn fn, void *userData),
+SIM_EXPORT_VARIANT(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
                    launch_host_function(hStream, fn, userData, false))
 
-SIM_EXPORT_VARIANT(cuLaunchHostFunc_ptsz,
-                   (CUstream hStream, CUhostFn fn, void *userData),
+SIM_EXPORT_VARIANT(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData),
                    launch_host_function(hStream, fn, userData, true))
 
 static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
