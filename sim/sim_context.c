@@ -170,9 +170,8 @@ static CUresult primary_release(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxRelease, (CUdevice dev), primary_release(dev))
-
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), primary_release(dev))
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice dev),
+                         primary_release(dev))
 
 static CUresult primary_reset(CUdevice dev)
 {
@@ -188,9 +187,8 @@ static CUresult primary_reset(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxReset, (CUdevice dev), primary_reset(dev))
-
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxReset_v2, (CUdevice dev), primary_reset(dev))
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, (CUdevice dev),
+                         primary_reset(dev))
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
@@ -224,11 +222,9 @@ static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags),
-                   primary_set_flags(dev, flags))
-
-SIM_EXPORT_VARIANT(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags),
-                   primary_set_flags(dev, flags))
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2,
+                         (CUdevice dev, unsigned int flags),
+                         primary_set_flags(dev, flags))
 
 /* ---- created contexts --------------------------------------------------- */
 
@@ -257,11 +253,9 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev),
-                   context_create(pctx, flags, dev))
-
-SIM_EXPORT_VARIANT(cuCtxCreate_v2, (CUcontext *pctx, unsigned int flags, CUdevice dev),
-                   context_create(pctx, flags, dev))
+SIM_EXPORT_SAME_VARIANTS(cuCtxCreate, cuCtxCreate_v2,
+                         (CUcontext *pctx, unsigned int flags, CUdevice dev),
+                         context_create(pctx, flags, dev))
 
 SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                    int numParams, unsigned int flags, CUdevice dev)
@@ -310,9 +304,7 @@ static CUresult context_destroy(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuCtxDestroy, (CUcontext ctx), context_destroy(ctx))
-
-SIM_EXPORT_VARIANT(cuCtxDestroy_v2, (CUcontext ctx), context_destroy(ctx))
+SIM_EXPORT_SAME_VARIANTS(cuCtxDestroy, cuCtxDestroy_v2, (CUcontext ctx), context_destroy(ctx))
 
 /* ---- the current context ------------------------------------------------ */
 
@@ -371,13 +363,9 @@ static CUresult context_pop(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuCtxPushCurrent, (CUcontext ctx), context_push(ctx))
+SIM_EXPORT_SAME_VARIANTS(cuCtxPushCurrent, cuCtxPushCurrent_v2, (CUcontext ctx), context_push(ctx))
 
-SIM_EXPORT_VARIANT(cuCtxPushCurrent_v2, (CUcontext ctx), context_push(ctx))
-
-SIM_EXPORT_VARIANT(cuCtxPopCurrent, (CUcontext *pctx), context_pop(pctx))
-
-SIM_EXPORT_VARIANT(cuCtxPopCurrent_v2, (CUcontext *pctx), context_pop(pctx))
+SIM_EXPORT_SAME_VARIANTS(cuCtxPopCurrent, cuCtxPopCurrent_v2, (CUcontext *pctx), context_pop(pctx))
 
 /* The context named by `ctx`, or the current one when it is NULL. */
 static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)

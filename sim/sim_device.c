@@ -194,9 +194,8 @@ static CUresult device_uuid(CUdevice dev, CUuuid *uuid)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev), device_uuid(dev, uuid))
-
-SIM_EXPORT_VARIANT(cuDeviceGetUuid_v2, (CUuuid *uuid, CUdevice dev), device_uuid(dev, uuid))
+SIM_EXPORT_SAME_VARIANTS(cuDeviceGetUuid, cuDeviceGetUuid_v2, (CUuuid *uuid, CUdevice dev),
+                         device_uuid(dev, uuid))
 
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {

@@ -107,9 +107,7 @@ static CUresult event_destroy(CUevent hEvent)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuEventDestroy, (CUevent hEvent), event_destroy(hEvent))
-
-SIM_EXPORT_VARIANT(cuEventDestroy_v2, (CUevent hEvent), event_destroy(hEvent))
+SIM_EXPORT_SAME_VARIANTS(cuEventDestroy, cuEventDestroy_v2, (CUevent hEvent), event_destroy(hEvent))
 
 void sim_events_teardown(struct sim_context *context)
 {
@@ -286,11 +284,9 @@ static CUresult elapsed_time(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     return result;
 }
 
-SIM_EXPORT_VARIANT(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
-                   elapsed_time(pMilliseconds, hStart, hEnd))
-
-SIM_EXPORT_VARIANT(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
-                   elapsed_time(pMilliseconds, hStart, hEnd))
+SIM_EXPORT_SAME_VARIANTS(cuEventElapsedTime, cuEventElapsedTime_v2,
+                         (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+                         elapsed_time(pMilliseconds, hStart, hEnd))
 
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
                                   bool per_thread_default)

@@ -86,6 +86,11 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
         SIM_ENTER(#exported_name);                                                             \
         return call;                                                                           \
     }
+/* Two exported names of an entry point whose ABI did not change between
+ * them (a _v2 kept for binary compatibility): same parameters, same call. */
+#define SIM_EXPORT_SAME_VARIANTS(first_name, second_name, parameters, call)                    \
+    SIM_EXPORT_VARIANT(first_name, parameters, call)                                           \
+    SIM_EXPORT_VARIANT(second_name, parameters, call)
 /* The same for an allocation-type entry point (see SIM_ENTER_ALLOCATION). */
 #define SIM_EXPORT_ALLOCATION_VARIANT(exported_name, parameters, call)                         \
     SIM_EXPORT CUresult exported_name parameters                                               \

@@ -462,9 +462,8 @@ static CUresult stream_destroy(CUstream hStream)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT_VARIANT(cuStreamDestroy, (CUstream hStream), stream_destroy(hStream))
-
-SIM_EXPORT_VARIANT(cuStreamDestroy_v2, (CUstream hStream), stream_destroy(hStream))
+SIM_EXPORT_SAME_VARIANTS(cuStreamDestroy, cuStreamDestroy_v2, (CUstream hStream),
+                         stream_destroy(hStream))
 
 /* A stream the host is about to wait for or query. Neither is allowed on a
  * capturing stream (it has no real work to observe), and trying invalidates
