@@ -378,13 +378,20 @@ static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)
     return result;
 }
 
+/* For the context queries: the context named by `ctx` (NULL: the current
+ * one), once `output` is known to be somewhere to write the answer. */
+static CUresult context_to_query(CUcontext ctx, const void *output, struct sim_context **context)
+{
+    if (output == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return explicit_or_current(ctx, context);
+}
+
 /* cuCtxGetDevice is cuCtxGetDevice_v2 on the current context. */
 static CUresult context_get_device(CUdevice *device, CUcontext ctx)
 {
-    if (device == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
+    CUresult result = context_to_query(ctx, device, &context);
     if (result == CUDA_SUCCESS)
         *device = context->device->ordinal;
     return result;
@@ -415,10 +422,8 @@ SIM_EXPORT_VARIANT(cuCtxSynchronize_v2, (CUcontext ctx), context_synchronize(ctx
 SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
     SIM_ENTER("cuCtxGetId");
-    if (ctxId == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
+    CUresult result = context_to_query(ctx, ctxId, &context);
     if (result == CUDA_SUCCESS)
         *ctxId = context->id;
     return result;
@@ -427,10 +432,8 @@ SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
     SIM_ENTER("cuCtxGetFlags");
-    if (flags == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = sim_require_context(&context);
+    CUresult result = context_to_query(NULL, flags, &context);
     if (result == CUDA_SUCCESS)
         *flags = context->flags;
     return result;
@@ -439,10 +442,8 @@ SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     SIM_ENTER("cuCtxGetApiVersion");
-    if (version == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
+    CUresult result = context_to_query(ctx, version, &context);
     if (result == CUDA_SUCCESS)
         *version = 3020;
     return result;
@@ -492,10 +493,8 @@ SIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 SIM_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
     SIM_ENTER("cuCtxGetCacheConfig");
-    if (pconfig == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = sim_require_context(&context);
+    CUresult result = context_to_query(NULL, pconfig, &context);
     if (result == CUDA_SUCCESS)
         *pconfig = context->cache_config;
     return result;
