@@ -157,29 +157,17 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, bool p
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
-{
-    SIM_ENTER("cuStreamBeginCapture");
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
-}
+SIM_EXPORT_VARIANT(cuStreamBeginCapture, (CUstream hStream),
+                   begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false))
 
-SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
-{
-    SIM_ENTER("cuStreamBeginCapture_ptsz");
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
-}
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_ptsz, (CUstream hStream),
+                   begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true))
 
-SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-    SIM_ENTER("cuStreamBeginCapture_v2");
-    return begin_capture(hStream, mode, false);
-}
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+                   begin_capture(hStream, mode, false))
 
-SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-    SIM_ENTER("cuStreamBeginCapture_v2_ptsz");
-    return begin_capture(hStream, mode, true);
-}
+SIM_EXPORT_VARIANT(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode),
+                   begin_capture(hStream, mode, true))
 
 static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_default)
 {
@@ -215,17 +203,11 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-    SIM_ENTER("cuStreamEndCapture");
-    return end_capture(hStream, phGraph, false);
-}
+SIM_EXPORT_VARIANT(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+                   end_capture(hStream, phGraph, false))
 
-SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-    SIM_ENTER("cuStreamEndCapture_ptsz");
-    return end_capture(hStream, phGraph, true);
-}
+SIM_EXPORT_VARIANT(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph),
+                   end_capture(hStream, phGraph, true))
 
 /* Capture status and id of a stream. The legacy stream cannot capture, and
  * asking about it while a blocking stream captures would be an implicit
@@ -262,18 +244,12 @@ static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *captureSta
     return capture_state(hStream, per_thread_default, captureStatus, &id);
 }
 
-SIM_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-    SIM_ENTER("cuStreamIsCapturing");
-    return is_capturing(hStream, captureStatus, false);
-}
+SIM_EXPORT_VARIANT(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+                   is_capturing(hStream, captureStatus, false))
 
-SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
-                                             CUstreamCaptureStatus *captureStatus)
-{
-    SIM_ENTER("cuStreamIsCapturing_ptsz");
-    return is_capturing(hStream, captureStatus, true);
-}
+SIM_EXPORT_VARIANT(cuStreamIsCapturing_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+                   is_capturing(hStream, captureStatus, true))
 
 static CUresult capture_info(CUstream hStream, bool per_thread_default,
                              CUstreamCaptureStatus *status_out, cuuint64_t *id_out,
@@ -301,66 +277,41 @@ static CUresult capture_info(CUstream hStream, bool per_thread_default,
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                           cuuint64_t *id_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo");
-    return capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
+                   capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
-                                                CUstreamCaptureStatus *captureStatus_out,
-                                                cuuint64_t *id_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo_ptsz");
-    return capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
+                   capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
-                                              CUstreamCaptureStatus *captureStatus_out,
-                                              cuuint64_t *id_out, CUgraph *graph_out,
-                                              const CUgraphNode **dependencies_out,
-                                              size_t *numDependencies_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo_v2");
-    return capture_info(hStream, false, captureStatus_out, id_out, graph_out, dependencies_out,
-                        NULL, numDependencies_out);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo_v2,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                    CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                    size_t *numDependencies_out),
+                   capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+                                dependencies_out, NULL, numDependencies_out))
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
-                                                   CUstreamCaptureStatus *captureStatus_out,
-                                                   cuuint64_t *id_out, CUgraph *graph_out,
-                                                   const CUgraphNode **dependencies_out,
-                                                   size_t *numDependencies_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo_v2_ptsz");
-    return capture_info(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out,
-                        NULL, numDependencies_out);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo_v2_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                    CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                    size_t *numDependencies_out),
+                   capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+                                dependencies_out, NULL, numDependencies_out))
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
-                                              CUstreamCaptureStatus *captureStatus_out,
-                                              cuuint64_t *id_out, CUgraph *graph_out,
-                                              const CUgraphNode **dependencies_out,
-                                              const CUgraphEdgeData **edgeData_out,
-                                              size_t *numDependencies_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo_v3");
-    return capture_info(hStream, false, captureStatus_out, id_out, graph_out, dependencies_out,
-                        edgeData_out, numDependencies_out);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo_v3,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                    CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                    const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+                   capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+                                dependencies_out, edgeData_out, numDependencies_out))
 
-SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
-                                                   CUstreamCaptureStatus *captureStatus_out,
-                                                   cuuint64_t *id_out, CUgraph *graph_out,
-                                                   const CUgraphNode **dependencies_out,
-                                                   const CUgraphEdgeData **edgeData_out,
-                                                   size_t *numDependencies_out)
-{
-    SIM_ENTER("cuStreamGetCaptureInfo_v3_ptsz");
-    return capture_info(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out,
-                        edgeData_out, numDependencies_out);
-}
+SIM_EXPORT_VARIANT(cuStreamGetCaptureInfo_v3_ptsz,
+                   (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                    CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                    const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+                   capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+                                dependencies_out, edgeData_out, numDependencies_out))
 
 SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {

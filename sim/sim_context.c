@@ -170,17 +170,8 @@ static CUresult primary_release(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxRelease");
-    return primary_release(dev);
-}
-
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxRelease_v2");
-    return primary_release(dev);
-}
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice dev),
+                         primary_release(dev))
 
 static CUresult primary_reset(CUdevice dev)
 {
@@ -196,17 +187,8 @@ static CUresult primary_reset(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxReset");
-    return primary_reset(dev);
-}
-
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    SIM_ENTER("cuDevicePrimaryCtxReset_v2");
-    return primary_reset(dev);
-}
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, (CUdevice dev),
+                         primary_reset(dev))
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
@@ -240,17 +222,9 @@ static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
-{
-    SIM_ENTER("cuDevicePrimaryCtxSetFlags");
-    return primary_set_flags(dev, flags);
-}
-
-SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-    SIM_ENTER("cuDevicePrimaryCtxSetFlags_v2");
-    return primary_set_flags(dev, flags);
-}
+SIM_EXPORT_SAME_VARIANTS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2,
+                         (CUdevice dev, unsigned int flags),
+                         primary_set_flags(dev, flags))
 
 /* ---- created contexts --------------------------------------------------- */
 
@@ -279,17 +253,9 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-    SIM_ENTER("cuCtxCreate");
-    return context_create(pctx, flags, dev);
-}
-
-SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-    SIM_ENTER("cuCtxCreate_v2");
-    return context_create(pctx, flags, dev);
-}
+SIM_EXPORT_SAME_VARIANTS(cuCtxCreate, cuCtxCreate_v2,
+                         (CUcontext *pctx, unsigned int flags, CUdevice dev),
+                         context_create(pctx, flags, dev))
 
 SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                    int numParams, unsigned int flags, CUdevice dev)
@@ -338,17 +304,7 @@ static CUresult context_destroy(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxDestroy");
-    return context_destroy(ctx);
-}
-
-SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxDestroy_v2");
-    return context_destroy(ctx);
-}
+SIM_EXPORT_SAME_VARIANTS(cuCtxDestroy, cuCtxDestroy_v2, (CUcontext ctx), context_destroy(ctx))
 
 /* ---- the current context ------------------------------------------------ */
 
@@ -407,29 +363,9 @@ static CUresult context_pop(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxPushCurrent");
-    return context_push(ctx);
-}
+SIM_EXPORT_SAME_VARIANTS(cuCtxPushCurrent, cuCtxPushCurrent_v2, (CUcontext ctx), context_push(ctx))
 
-SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxPushCurrent_v2");
-    return context_push(ctx);
-}
-
-SIM_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-    SIM_ENTER("cuCtxPopCurrent");
-    return context_pop(pctx);
-}
-
-SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-    SIM_ENTER("cuCtxPopCurrent_v2");
-    return context_pop(pctx);
-}
+SIM_EXPORT_SAME_VARIANTS(cuCtxPopCurrent, cuCtxPopCurrent_v2, (CUcontext *pctx), context_pop(pctx))
 
 /* The context named by `ctx`, or the current one when it is NULL. */
 static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)
@@ -442,33 +378,37 @@ static CUresult explicit_or_current(CUcontext ctx, struct sim_context **context)
     return result;
 }
 
-SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+/* For the context queries: the context named by `ctx` (NULL: the current
+ * one), once `output` is known to be somewhere to write the answer. */
+static CUresult context_to_query(CUcontext ctx, const void *output, struct sim_context **context)
 {
-    SIM_ENTER("cuCtxGetDevice");
-    if (device == NULL)
+    if (output == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    return explicit_or_current(ctx, context);
+}
+
+/* cuCtxGetDevice is cuCtxGetDevice_v2 on the current context. */
+static CUresult context_get_device(CUdevice *device, CUcontext ctx)
+{
     struct sim_context *context;
-    CUresult result = sim_require_context(&context);
+    CUresult result = context_to_query(ctx, device, &context);
     if (result == CUDA_SUCCESS)
         *device = context->device->ordinal;
     return result;
 }
 
-SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+SIM_EXPORT_VARIANT(cuCtxGetDevice, (CUdevice *device), context_get_device(device, NULL))
+SIM_EXPORT_VARIANT(cuCtxGetDevice_v2, (CUdevice *device, CUcontext ctx),
+                   context_get_device(device, ctx))
+
+/* cuCtxSynchronize is cuCtxSynchronize_v2 on the current context. */
+static CUresult context_synchronize(CUcontext ctx)
 {
-    SIM_ENTER("cuCtxGetDevice_v2");
-    if (device == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
     CUresult result = explicit_or_current(ctx, &context);
-    if (result == CUDA_SUCCESS)
-        *device = context->device->ordinal;
-    return result;
-}
-
-static CUresult context_synchronize(struct sim_context *context)
-{
-    CUresult result = sim_capture_check_unsafe_call();
+    if (result != CUDA_SUCCESS)
+        return result;
+    result = sim_capture_check_unsafe_call();
     if (result != CUDA_SUCCESS)
         return result;
     atomic_fetch_add(&sim.synchronizations, 1);
@@ -476,29 +416,14 @@ static CUresult context_synchronize(struct sim_context *context)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuCtxSynchronize(void)
-{
-    SIM_ENTER("cuCtxSynchronize");
-    struct sim_context *context;
-    CUresult result = sim_require_context(&context);
-    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
-}
-
-SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    SIM_ENTER("cuCtxSynchronize_v2");
-    struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
-    return result == CUDA_SUCCESS ? context_synchronize(context) : result;
-}
+SIM_EXPORT_VARIANT(cuCtxSynchronize, (void), context_synchronize(NULL))
+SIM_EXPORT_VARIANT(cuCtxSynchronize_v2, (CUcontext ctx), context_synchronize(ctx))
 
 SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
     SIM_ENTER("cuCtxGetId");
-    if (ctxId == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
+    CUresult result = context_to_query(ctx, ctxId, &context);
     if (result == CUDA_SUCCESS)
         *ctxId = context->id;
     return result;
@@ -507,10 +432,8 @@ SIM_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
     SIM_ENTER("cuCtxGetFlags");
-    if (flags == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = sim_require_context(&context);
+    CUresult result = context_to_query(NULL, flags, &context);
     if (result == CUDA_SUCCESS)
         *flags = context->flags;
     return result;
@@ -519,10 +442,8 @@ SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     SIM_ENTER("cuCtxGetApiVersion");
-    if (version == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = explicit_or_current(ctx, &context);
+    CUresult result = context_to_query(ctx, version, &context);
     if (result == CUDA_SUCCESS)
         *version = 3020;
     return result;
@@ -572,10 +493,8 @@ SIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 SIM_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
     SIM_ENTER("cuCtxGetCacheConfig");
-    if (pconfig == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_context *context;
-    CUresult result = sim_require_context(&context);
+    CUresult result = context_to_query(NULL, pconfig, &context);
     if (result == CUDA_SUCCESS)
         *pconfig = context->cache_config;
     return result;

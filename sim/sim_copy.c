@@ -85,123 +85,78 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUs
 #define LEGACY_DEFAULT_STREAM false
 #define PER_THREAD_DEFAULT_STREAM true
 
-SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpy");
-    return unified_copy(dst, src, ByteCount, NULL, LEGACY_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+                   unified_copy(dst, src, ByteCount, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpy_ptds");
-    return unified_copy(dst, src, ByteCount, NULL, PER_THREAD_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+                   unified_copy(dst, src, ByteCount, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
-                                  CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyAsync");
-    return unified_copy(dst, src, ByteCount, hStream, LEGACY_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpyAsync,
+                   (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+                   unified_copy(dst, src, ByteCount, hStream, LEGACY_DEFAULT_STREAM, true))
 
-SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
-                                       CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyAsync_ptsz");
-    return unified_copy(dst, src, ByteCount, hStream, PER_THREAD_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpyAsync_ptsz,
+                   (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+                   unified_copy(dst, src, ByteCount, hStream, PER_THREAD_DEFAULT_STREAM, true))
 
-SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyHtoD_v2");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
-                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
-}
+SIM_EXPORT_VARIANT(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
+                        LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
-                                         size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyHtoD_v2_ptds");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
-                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
-}
+SIM_EXPORT_VARIANT(cuMemcpyHtoD_v2_ptds,
+                   (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, NULL,
+                        PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyDtoH_v2");
-    return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
-                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+                   copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
+                        LEGACY_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyDtoH_v2_ptds");
-    return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
-                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+                   copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, NULL,
+                        PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_BLOCKING))
 
-SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyDtoD_v2");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
-                LEGACY_DEFAULT_STREAM, SYNCHRONOUS_DEVICE);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoD_v2,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
+                        LEGACY_DEFAULT_STREAM, SYNCHRONOUS_DEVICE))
 
-SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                         size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyDtoD_v2_ptds");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
-                PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_DEVICE);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoD_v2_ptds,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, NULL,
+                        PER_THREAD_DEFAULT_STREAM, SYNCHRONOUS_DEVICE))
 
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
-                                         size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyHtoDAsync_v2");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
-                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyHtoDAsync_v2,
+                   (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
+                        LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
-SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
-                                              size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyHtoDAsync_v2_ptsz");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
-                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyHtoDAsync_v2_ptsz,
+                   (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcHost, ByteCount, true, false, hStream,
+                        PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                         CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyDtoHAsync_v2");
-    return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
-                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoHAsync_v2,
+                   (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+                   copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
+                        LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
-SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
-                                              size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyDtoHAsync_v2_ptsz");
-    return copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
-                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoHAsync_v2_ptsz,
+                   (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+                   copy((uintptr_t)dstHost, (uintptr_t)srcDevice, ByteCount, false, true, hStream,
+                        PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                         size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyDtoDAsync_v2");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
-                LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoDAsync_v2,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                    CUstream hStream),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
+                        LEGACY_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
-SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-                                              size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyDtoDAsync_v2_ptsz");
-    return copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
-                PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API);
-}
+SIM_EXPORT_VARIANT(cuMemcpyDtoDAsync_v2_ptsz,
+                   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                    CUstream hStream),
+                   copy((uintptr_t)dstDevice, (uintptr_t)srcDevice, ByteCount, true, true, hStream,
+                        PER_THREAD_DEFAULT_STREAM, ASYNCHRONOUS_API))
 
 static CUresult peer_copy(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src,
                           CUcontext srcContext, size_t bytes, CUstream stream,
@@ -217,40 +172,29 @@ static CUresult peer_copy(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src
                 asynchronous ? ASYNCHRONOUS_API : SYNCHRONOUS_BLOCKING);
 }
 
-SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
-                                 CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyPeer");
-    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, LEGACY_DEFAULT_STREAM,
-                     false);
-}
+SIM_EXPORT_VARIANT(cuMemcpyPeer,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount),
+                   peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+                             LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
-                                      CUdeviceptr srcDevice, CUcontext srcContext,
-                                      size_t ByteCount)
-{
-    SIM_ENTER("cuMemcpyPeer_ptds");
-    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
-                     PER_THREAD_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpyPeer_ptds,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount),
+                   peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+                             PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
-                                      CUdeviceptr srcDevice, CUcontext srcContext,
-                                      size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyPeerAsync");
-    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-                     LEGACY_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpyPeerAsync,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount, CUstream hStream),
+                   peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+                             LEGACY_DEFAULT_STREAM, true))
 
-SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
-                                           CUdeviceptr srcDevice, CUcontext srcContext,
-                                           size_t ByteCount, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpyPeerAsync_ptsz");
-    return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-                     PER_THREAD_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpyPeerAsync_ptsz,
+                   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount, CUstream hStream),
+                   peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+                             PER_THREAD_DEFAULT_STREAM, true))
 
 /* ---- 2D copies ---------------------------------------------------------- */
 
@@ -337,41 +281,23 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *pCopy, CUstream stream, bool per_th
                           synchronization == SYNCHRONOUS_BLOCKING);
 }
 
-SIM_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
-{
-    SIM_ENTER("cuMemcpy2D_v2");
-    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy),
+                   copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-    SIM_ENTER("cuMemcpy2D_v2_ptds");
-    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy),
+                   copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
-{
-    SIM_ENTER("cuMemcpy2DUnaligned_v2");
-    return copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *pCopy),
+                   copy_2d(pCopy, NULL, LEGACY_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-    SIM_ENTER("cuMemcpy2DUnaligned_v2_ptds");
-    return copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *pCopy),
+                   copy_2d(pCopy, NULL, PER_THREAD_DEFAULT_STREAM, false))
 
-SIM_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpy2DAsync_v2");
-    return copy_2d(pCopy, hStream, LEGACY_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+                   copy_2d(pCopy, hStream, LEGACY_DEFAULT_STREAM, true))
 
-SIM_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-    SIM_ENTER("cuMemcpy2DAsync_v2_ptsz");
-    return copy_2d(pCopy, hStream, PER_THREAD_DEFAULT_STREAM, true);
-}
+SIM_EXPORT_VARIANT(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+                   copy_2d(pCopy, hStream, PER_THREAD_DEFAULT_STREAM, true))
 
 /* ---- memset ------------------------------------------------------------- */
 

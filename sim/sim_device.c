@@ -194,17 +194,8 @@ static CUresult device_uuid(CUdevice dev, CUuuid *uuid)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
-{
-    SIM_ENTER("cuDeviceGetUuid");
-    return device_uuid(dev, uuid);
-}
-
-SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
-{
-    SIM_ENTER("cuDeviceGetUuid_v2");
-    return device_uuid(dev, uuid);
-}
+SIM_EXPORT_SAME_VARIANTS(cuDeviceGetUuid, cuDeviceGetUuid_v2, (CUuuid *uuid, CUdevice dev),
+                         device_uuid(dev, uuid))
 
 SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {

@@ -117,6 +117,8 @@ static const struct sim_error_text error_texts[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
+/* Stores the name or the description of `error` in *pStr, as
+ * cuGetErrorName and cuGetErrorString do. */
 static const struct sim_error_text *error_text(CUresult code)
 {
     for (size_t i = 0; i < sizeof error_texts / sizeof error_texts[0]; i++)
@@ -125,9 +127,8 @@ static const struct sim_error_text *error_text(CUresult code)
     return NULL;
 }
 
-SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+static CUresult describe_error(CUresult error, const char **pStr, bool want_name)
 {
-    SIM_ENTER_BEFORE_INIT("cuGetErrorName");
     if (pStr == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     const struct sim_error_text *text = error_text(error);
@@ -135,22 +136,20 @@ SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
         *pStr = NULL;
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *pStr = text->name;
+    *pStr = want_name ? text->name : text->description;
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    SIM_ENTER_BEFORE_INIT("cuGetErrorName");
+    return describe_error(error, pStr, true);
 }
 
 SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
 {
     SIM_ENTER_BEFORE_INIT("cuGetErrorString");
-    if (pStr == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    const struct sim_error_text *text = error_text(error);
-    if (text == NULL) {
-        *pStr = NULL;
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    *pStr = text->description;
-    return CUDA_SUCCESS;
+    return describe_error(error, pStr, false);
 }
 
 static const struct {

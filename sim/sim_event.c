@@ -107,17 +107,7 @@ static CUresult event_destroy(CUevent hEvent)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuEventDestroy(CUevent hEvent)
-{
-    SIM_ENTER("cuEventDestroy");
-    return event_destroy(hEvent);
-}
-
-SIM_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-    SIM_ENTER("cuEventDestroy_v2");
-    return event_destroy(hEvent);
-}
+SIM_EXPORT_SAME_VARIANTS(cuEventDestroy, cuEventDestroy_v2, (CUevent hEvent), event_destroy(hEvent))
 
 void sim_events_teardown(struct sim_context *context)
 {
@@ -133,17 +123,28 @@ void sim_events_teardown(struct sim_context *context)
     }
 }
 
+/* The stream and the event an operation between the two names; checks that
+ * `flags` uses only the bits in `known_flags`. The event comes back with a
+ * reference the caller releases. */
+static CUresult resolve_stream_and_event(CUstream hStream, CUevent hEvent, unsigned int flags,
+                                         unsigned int known_flags, bool per_thread_default,
+                                         struct sim_stream **stream, struct sim_event **event)
+{
+    if ((flags & ~known_flags) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_stream_resolve(hStream, per_thread_default, stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return event_acquire(hEvent, event);
+}
+
 static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flags,
                              bool per_thread_default)
 {
-    if ((flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_event *event;
-    result = event_acquire(hEvent, &event);
+    CUresult result = resolve_stream_and_event(hStream, hEvent, flags, CU_EVENT_RECORD_EXTERNAL,
+                                               per_thread_default, &stream, &event);
     if (result != CUDA_SUCCESS)
         return result;
     if (event->context != stream->context) {
@@ -186,30 +187,18 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flag
     return result;
 }
 
-SIM_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-    SIM_ENTER("cuEventRecord");
-    return event_record(hEvent, hStream, 0, false);
-}
+SIM_EXPORT_VARIANT(cuEventRecord, (CUevent hEvent, CUstream hStream),
+                   event_record(hEvent, hStream, 0, false))
 
-SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-    SIM_ENTER("cuEventRecord_ptsz");
-    return event_record(hEvent, hStream, 0, true);
-}
+SIM_EXPORT_VARIANT(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream),
+                   event_record(hEvent, hStream, 0, true))
 
-SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-    SIM_ENTER("cuEventRecordWithFlags");
-    return event_record(hEvent, hStream, flags, false);
-}
+SIM_EXPORT_VARIANT(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+                   event_record(hEvent, hStream, flags, false))
 
-SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
-                                                unsigned int flags)
-{
-    SIM_ENTER("cuEventRecordWithFlags_ptsz");
-    return event_record(hEvent, hStream, flags, true);
-}
+SIM_EXPORT_VARIANT(cuEventRecordWithFlags_ptsz,
+                   (CUevent hEvent, CUstream hStream, unsigned int flags),
+                   event_record(hEvent, hStream, flags, true))
 
 /* The state of the last record: NULL stream when never recorded. */
 static void event_target(struct sim_event *event, struct sim_stream **stream,
@@ -295,29 +284,17 @@ static CUresult elapsed_time(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     return result;
 }
 
-SIM_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    SIM_ENTER("cuEventElapsedTime");
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
-
-SIM_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    SIM_ENTER("cuEventElapsedTime_v2");
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
+SIM_EXPORT_SAME_VARIANTS(cuEventElapsedTime, cuEventElapsedTime_v2,
+                         (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+                         elapsed_time(pMilliseconds, hStart, hEnd))
 
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
                                   bool per_thread_default)
 {
-    if ((Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *stream;
-    CUresult result = sim_stream_resolve(hStream, per_thread_default, &stream);
-    if (result != CUDA_SUCCESS)
-        return result;
     struct sim_event *event;
-    result = event_acquire(hEvent, &event);
+    CUresult result = resolve_stream_and_event(hStream, hEvent, Flags, CU_EVENT_WAIT_EXTERNAL,
+                                               per_thread_default, &stream, &event);
     if (result != CUDA_SUCCESS)
         return result;
     struct sim_stream *target;
@@ -350,14 +327,8 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-    SIM_ENTER("cuStreamWaitEvent");
-    return stream_wait_event(hStream, hEvent, Flags, false);
-}
+SIM_EXPORT_VARIANT(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+                   stream_wait_event(hStream, hEvent, Flags, false))
 
-SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-    SIM_ENTER("cuStreamWaitEvent_ptsz");
-    return stream_wait_event(hStream, hEvent, Flags, true);
-}
+SIM_EXPORT_VARIANT(cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+                   stream_wait_event(hStream, hEvent, Flags, true))

@@ -74,6 +74,31 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
 /* For the few entry points that work before cuInit. */
 #define SIM_ENTER_BEFORE_INIT(name) SIM_ENTRY_(name, SIM_ENTRY_PLAIN, false)
 
+/* Defines the exported entry point `exported_name` with `parameters` (in
+ * parentheses) that enters as SIM_ENTER does and returns `call`. The
+ * versioned (_v2, _v3) and per-thread-stream (_ptds, _ptsz) variants of an
+ * entry point share one implementation and differ only in the arguments they
+ * pass it; each still counts its calls and takes injected failures under its
+ * own name. */
+#define SIM_EXPORT_VARIANT(exported_name, parameters, call)                                    \
+    SIM_EXPORT CUresult exported_name parameters                                               \
+    {                                                                                          \
+        SIM_ENTER(#exported_name);                                                             \
+        return call;                                                                           \
+    }
+/* Two exported names of an entry point whose ABI did not change between
+ * them (a _v2 kept for binary compatibility): same parameters, same call. */
+#define SIM_EXPORT_SAME_VARIANTS(first_name, second_name, parameters, call)                    \
+    SIM_EXPORT_VARIANT(first_name, parameters, call)                                           \
+    SIM_EXPORT_VARIANT(second_name, parameters, call)
+/* The same for an allocation-type entry point (see SIM_ENTER_ALLOCATION). */
+#define SIM_EXPORT_ALLOCATION_VARIANT(exported_name, parameters, call)                         \
+    SIM_EXPORT CUresult exported_name parameters                                               \
+    {                                                                                          \
+        SIM_ENTER_ALLOCATION(#exported_name);                                                  \
+        return call;                                                                           \
+    }
+
 /* All entry points called so far (for the stats file). */
 struct sim_entry_point *sim_registered_entry_points(void);
 

@@ -169,19 +169,9 @@ static CUresult open_memory_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
-                                       unsigned int Flags)
-{
-    SIM_ENTER("cuIpcOpenMemHandle");
-    return open_memory_handle(pdptr, handle, Flags);
-}
-
-SIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
-                                          unsigned int Flags)
-{
-    SIM_ENTER("cuIpcOpenMemHandle_v2");
-    return open_memory_handle(pdptr, handle, Flags);
-}
+SIM_EXPORT_SAME_VARIANTS(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2,
+                         (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags),
+                         open_memory_handle(pdptr, handle, Flags))
 
 SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
@@ -234,17 +224,9 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
-{
-    SIM_ENTER("cuMemHostRegister");
-    return host_register(p, bytesize, Flags);
-}
-
-SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
-{
-    SIM_ENTER("cuMemHostRegister_v2");
-    return host_register(p, bytesize, Flags);
-}
+SIM_EXPORT_SAME_VARIANTS(cuMemHostRegister, cuMemHostRegister_v2,
+                         (void *p, size_t bytesize, unsigned int Flags),
+                         host_register(p, bytesize, Flags))
 
 SIM_EXPORT CUresult cuMemHostUnregister(void *p)
 {

@@ -3,67 +3,25 @@
  * than pretending to succeed. */
 #include "sim_internal.h"
 
-SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                   unsigned int gridDimZ, unsigned int blockDimX,
-                                   unsigned int blockDimY, unsigned int blockDimZ,
-                                   unsigned int sharedMemBytes, CUstream hStream,
-                                   void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernel");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
+/* No launch argument is looked at: each entry point only counts the call,
+ * applies injected failures and refuses the launch. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 
-SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX,
-                                        unsigned int blockDimY, unsigned int blockDimZ,
-                                        unsigned int sharedMemBytes, CUstream hStream,
-                                        void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernel_ptsz");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
+SIM_EXPORT_SAME_VARIANTS(cuLaunchKernel, cuLaunchKernel_ptsz,
+                         (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                          void **kernelParams, void **extra),
+                         CUDA_ERROR_NO_BINARY_FOR_GPU)
 
-SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-                                     void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernelEx");
-    (void)config, (void)f, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
+SIM_EXPORT_SAME_VARIANTS(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+                         (const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra),
+                         CUDA_ERROR_NO_BINARY_FOR_GPU)
 
-SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                          void **kernelParams, void **extra)
-{
-    SIM_ENTER("cuLaunchKernelEx_ptsz");
-    (void)config, (void)f, (void)kernelParams, (void)extra;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
-
-SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
-                                              unsigned int gridDimY, unsigned int gridDimZ,
-                                              unsigned int blockDimX, unsigned int blockDimY,
-                                              unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                              CUstream hStream, void **kernelParams)
-{
-    SIM_ENTER("cuLaunchCooperativeKernel");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
-
-SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                                   unsigned int gridDimY, unsigned int gridDimZ,
-                                                   unsigned int blockDimX, unsigned int blockDimY,
-                                                   unsigned int blockDimZ,
-                                                   unsigned int sharedMemBytes, CUstream hStream,
-                                                   void **kernelParams)
-{
-    SIM_ENTER("cuLaunchCooperativeKernel_ptsz");
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams;
-    return CUDA_ERROR_NO_BINARY_FOR_GPU;
-}
+SIM_EXPORT_SAME_VARIANTS(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+                         (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                          void **kernelParams),
+                         CUDA_ERROR_NO_BINARY_FOR_GPU)

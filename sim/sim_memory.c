@@ -298,17 +298,9 @@ static CUresult memory_free(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
-{
-    SIM_ENTER("cuMemFree_v2");
-    return memory_free(dptr);
-}
+SIM_EXPORT_VARIANT(cuMemFree_v2, (CUdeviceptr dptr), memory_free(dptr))
 
-SIM_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
-{
-    SIM_ENTER("cuMemFree");
-    return memory_free((CUdeviceptr)dptr);
-}
+SIM_EXPORT_VARIANT(cuMemFree, (CUdeviceptr_v1 dptr), memory_free((CUdeviceptr)dptr))
 
 static CUresult memory_info(size_t *free_bytes, size_t *total_bytes)
 {
@@ -460,17 +452,11 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flag
     return host_allocate(pp, bytesize, Flags, SIM_RANGE_HOST);
 }
 
-SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocHost_v2");
-    return host_allocate(pp, bytesize, 0, SIM_RANGE_HOST);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost_v2, (void **pp, size_t bytesize),
+                              host_allocate(pp, bytesize, 0, SIM_RANGE_HOST))
 
-SIM_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocHost");
-    return host_allocate(pp, bytesize, 0, SIM_RANGE_HOST);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocHost, (void **pp, unsigned int bytesize),
+                              host_allocate(pp, bytesize, 0, SIM_RANGE_HOST))
 
 /* cuMemHostAlloc memory, as opposed to registered memory, which the program
  * owns. */

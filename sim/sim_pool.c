@@ -352,17 +352,13 @@ static CUresult allocate_async(CUdeviceptr *dptr, size_t bytesize, struct sim_po
     return result;
 }
 
-SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocAsync");
-    return allocate_async(dptr, bytesize, NULL, hStream, false);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocAsync,
+                              (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),
+                              allocate_async(dptr, bytesize, NULL, hStream, false))
 
-SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocAsync_ptsz");
-    return allocate_async(dptr, bytesize, NULL, hStream, true);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocAsync_ptsz,
+                              (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),
+                              allocate_async(dptr, bytesize, NULL, hStream, true))
 
 static CUresult allocate_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                    CUstream hStream, bool per_thread_default)
@@ -372,19 +368,15 @@ static CUresult allocate_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryP
     return allocate_async(dptr, bytesize, (struct sim_pool *)pool, hStream, per_thread_default);
 }
 
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                            CUstream hStream)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocFromPoolAsync");
-    return allocate_from_pool(dptr, bytesize, pool, hStream, false);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocFromPoolAsync,
+                              (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                               CUstream hStream),
+                              allocate_from_pool(dptr, bytesize, pool, hStream, false))
 
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                                 CUmemoryPool pool, CUstream hStream)
-{
-    SIM_ENTER_ALLOCATION("cuMemAllocFromPoolAsync_ptsz");
-    return allocate_from_pool(dptr, bytesize, pool, hStream, true);
-}
+SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocFromPoolAsync_ptsz,
+                              (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                               CUstream hStream),
+                              allocate_from_pool(dptr, bytesize, pool, hStream, true))
 
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_default)
 {
@@ -422,14 +414,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
     return result;
 }
 
-SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-    SIM_ENTER("cuMemFreeAsync");
-    return free_async(dptr, hStream, false);
-}
+SIM_EXPORT_VARIANT(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),
+                   free_async(dptr, hStream, false))
 
-SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    SIM_ENTER("cuMemFreeAsync_ptsz");
-    return free_async(dptr, hStream, true);
-}
+SIM_EXPORT_VARIANT(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream),
+                   free_async(dptr, hStream, true))

@@ -5,24 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
-SIM_EXPORT size_t gpusim_physical_bytes(int device)
+/* A device's current or peak physical bytes; 0 before cuInit or for a
+ * device that does not exist. */
+static size_t physical_bytes(int device, bool peak)
 {
     if (!atomic_load(&sim.initialized) || device < 0 || device >= sim.device_count)
         return 0;
     sim_lock();
-    size_t bytes = sim.devices[device].physical_bytes;
+    size_t bytes = peak ? sim.devices[device].peak_physical_bytes : sim.devices[device].physical_bytes;
     sim_unlock();
     return bytes;
 }
 
+SIM_EXPORT size_t gpusim_physical_bytes(int device)
+{
+    return physical_bytes(device, false);
+}
+
 SIM_EXPORT size_t gpusim_peak_physical_bytes(int device)
 {
-    if (!atomic_load(&sim.initialized) || device < 0 || device >= sim.device_count)
-        return 0;
-    sim_lock();
-    size_t bytes = sim.devices[device].peak_physical_bytes;
-    sim_unlock();
-    return bytes;
+    return physical_bytes(device, true);
 }
 
 SIM_EXPORT unsigned long long gpusim_call_count(const char *name)

@@ -438,17 +438,12 @@ static CUresult stream_create(CUstream *phStream, unsigned int Flags, int priori
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
-{
-    SIM_ENTER("cuStreamCreate");
-    return stream_create(phStream, Flags, 0);
-}
+SIM_EXPORT_VARIANT(cuStreamCreate, (CUstream *phStream, unsigned int Flags),
+                   stream_create(phStream, Flags, 0))
 
-SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
-{
-    SIM_ENTER("cuStreamCreateWithPriority");
-    return stream_create(phStream, flags, priority);
-}
+SIM_EXPORT_VARIANT(cuStreamCreateWithPriority,
+                   (CUstream *phStream, unsigned int flags, int priority),
+                   stream_create(phStream, flags, priority))
 
 static CUresult stream_destroy(CUstream hStream)
 {
@@ -467,17 +462,8 @@ static CUresult stream_destroy(CUstream hStream)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamDestroy(CUstream hStream)
-{
-    SIM_ENTER("cuStreamDestroy");
-    return stream_destroy(hStream);
-}
-
-SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-    SIM_ENTER("cuStreamDestroy_v2");
-    return stream_destroy(hStream);
-}
+SIM_EXPORT_SAME_VARIANTS(cuStreamDestroy, cuStreamDestroy_v2, (CUstream hStream),
+                         stream_destroy(hStream))
 
 /* A stream the host is about to wait for or query. Neither is allowed on a
  * capturing stream (it has no real work to observe), and trying invalidates
@@ -520,17 +506,9 @@ static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
-{
-    SIM_ENTER("cuStreamSynchronize");
-    return stream_synchronize(hStream, false);
-}
+SIM_EXPORT_VARIANT(cuStreamSynchronize, (CUstream hStream), stream_synchronize(hStream, false))
 
-SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-    SIM_ENTER("cuStreamSynchronize_ptsz");
-    return stream_synchronize(hStream, true);
-}
+SIM_EXPORT_VARIANT(cuStreamSynchronize_ptsz, (CUstream hStream), stream_synchronize(hStream, true))
 
 static CUresult stream_query(CUstream hStream, bool per_thread_default)
 {
@@ -542,17 +520,9 @@ static CUresult stream_query(CUstream hStream, bool per_thread_default)
     return has_pending_work(stream, &last) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamQuery(CUstream hStream)
-{
-    SIM_ENTER("cuStreamQuery");
-    return stream_query(hStream, false);
-}
+SIM_EXPORT_VARIANT(cuStreamQuery, (CUstream hStream), stream_query(hStream, false))
 
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-    SIM_ENTER("cuStreamQuery_ptsz");
-    return stream_query(hStream, true);
-}
+SIM_EXPORT_VARIANT(cuStreamQuery_ptsz, (CUstream hStream), stream_query(hStream, true))
 
 enum stream_property {
     STREAM_FLAGS,
@@ -640,17 +610,11 @@ static CUresult launch_host_function(CUstream hStream, CUhostFn fn, void *userDa
     return sim_stream_run(hStream, per_thread_default, &work, false);
 }
 
-SIM_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{
-    SIM_ENTER("cuLaunchHostFunc");
-    return launch_host_function(hStream, fn, userData, false);
-}
+SIM_EXPORT_VARIANT(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
+                   launch_host_function(hStream, fn, userData, false))
 
-SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{
-    SIM_ENTER("cuLaunchHostFunc_ptsz");
-    return launch_host_function(hStream, fn, userData, true);
-}
+SIM_EXPORT_VARIANT(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData),
+                   launch_host_function(hStream, fn, userData, true))
 
 static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
                              unsigned int flags, bool per_thread_default)
@@ -663,16 +627,12 @@ static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *
     return sim_stream_run(hStream, per_thread_default, &work, false);
 }
 
-SIM_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
-                                        void *userData, unsigned int flags)
-{
-    SIM_ENTER("cuStreamAddCallback");
-    return add_callback(hStream, callback, userData, flags, false);
-}
+SIM_EXPORT_VARIANT(cuStreamAddCallback,
+                   (CUstream hStream, CUstreamCallback callback, void *userData,
+                    unsigned int flags),
+                   add_callback(hStream, callback, userData, flags, false))
 
-SIM_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
-                                             void *userData, unsigned int flags)
-{
-    SIM_ENTER("cuStreamAddCallback_ptsz");
-    return add_callback(hStream, callback, userData, flags, true);
-}
+SIM_EXPORT_VARIANT(cuStreamAddCallback_ptsz,
+                   (CUstream hStream, CUstreamCallback callback, void *userData,
+                    unsigned int flags),
+                   add_callback(hStream, callback, userData, flags, true))

@@ -159,38 +159,3 @@ cudaError_t sim_runtime_memset_async(void *destination, int value, size_t count,
 {
     return fill(destination, value, count, &stream, default_stream);
 }
-
-cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-    return sim_runtime_memcpy(dst, src, count, kind, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                                      cudaStream_t stream)
-{
-    return sim_runtime_memcpy_async(dst, src, count, kind, stream, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t height, enum cudaMemcpyKind kind)
-{
-    return sim_runtime_memcpy_2d(dst, dpitch, src, spitch, width, height, kind, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                        size_t width, size_t height, enum cudaMemcpyKind kind,
-                                        cudaStream_t stream)
-{
-    return sim_runtime_memcpy_2d_async(dst, dpitch, src, spitch, width, height, kind, stream,
-                                       SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
-{
-    return sim_runtime_memset(devPtr, value, count, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-    return sim_runtime_memset_async(devPtr, value, count, stream, SIM_RUNTIME_LEGACY_STREAM);
-}

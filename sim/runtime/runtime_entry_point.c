@@ -32,18 +32,3 @@ cudaError_t sim_runtime_get_driver_entry_point(const char *symbol, void **functi
         *driver_status = (enum cudaDriverEntryPointQueryResult)found;
     return status;
 }
-
-cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
-                                              enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return sim_runtime_get_driver_entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus,
-                                              SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                                       unsigned int cudaVersion, unsigned long long flags,
-                                                       enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return sim_runtime_get_driver_entry_point(symbol, funcPtr, (int)cudaVersion, flags, driverStatus,
-                                              SIM_RUNTIME_LEGACY_STREAM);
-}

@@ -27,16 +27,6 @@ cudaError_t sim_runtime_event_record(cudaEvent_t event, cudaStream_t stream, uns
     return SIM_RUNTIME_CALL(calls->cuEventRecordWithFlags, event, stream, flags);
 }
 
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
-{
-    return sim_runtime_event_record(event, stream, 0, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
-{
-    return sim_runtime_event_record(event, stream, flags, SIM_RUNTIME_LEGACY_STREAM);
-}
-
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event)
 {
     SIM_RUNTIME_BIND_OR_RETURN();

@@ -2,9 +2,10 @@
  * initialisation, and the implementations that the legacy entry points and
  * their per-thread-default-stream twins (_ptsz/_ptds) both call.
  *
- * This header deliberately does not include cuda.h: runtime_per_thread.c
- * compiles with CUDA_API_PER_THREAD_DEFAULT_STREAM, which renames driver
- * symbols too, and must not see the driver entry-point table. */
+ * This header deliberately does not include cuda.h:
+ * runtime_default_stream_entry_points.c compiles once with
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM, which renames driver symbols too, and
+ * must not see the driver entry-point table. */
 #ifndef SIM_RUNTIME_INTERNAL_H
 #define SIM_RUNTIME_INTERNAL_H
 

@@ -80,22 +80,6 @@ cudaError_t sim_runtime_free_async(void *pointer, cudaStream_t stream,
                             device_from_pointer(pointer), stream);
 }
 
-cudaError_t CUDARTAPI cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-    return sim_runtime_malloc_async(devPtr, size, hStream, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
-                                              cudaStream_t stream)
-{
-    return sim_runtime_malloc_from_pool_async(ptr, size, memPool, stream, SIM_RUNTIME_LEGACY_STREAM);
-}
-
-cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-    return sim_runtime_free_async(devPtr, hStream, SIM_RUNTIME_LEGACY_STREAM);
-}
-
 cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     SIM_RUNTIME_BIND_OR_RETURN();

@@ -193,10 +193,3 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
     (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
     return sim_runtime_launch_kernel_handle(kernel);
 }
-
-cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-                                       size_t sharedMem, cudaStream_t stream)
-{
-    (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-    return sim_runtime_launch_registered_kernel(func);
-}

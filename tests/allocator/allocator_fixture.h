@@ -54,6 +54,17 @@ static inline void fixture_open(struct fixture *f, uint64_t capacity)
     cr_assert_not_null(f->allocator);
 }
 
+/* The usual set-up in one call: defaults, then `configuration` (a
+ * PYTORCH_ALLOC_CONF-style string, or NULL for none), then a device of
+ * `capacity` bytes. */
+static inline void fixture_start(struct fixture *f, const char *configuration, uint64_t capacity)
+{
+    fixture_defaults(f);
+    if (configuration != NULL)
+        fixture_configure(f, configuration);
+    fixture_open(f, capacity);
+}
+
 static inline void fixture_close(struct fixture *f)
 {
     gpucache_allocator_destroy(f->allocator);

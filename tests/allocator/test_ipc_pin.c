@@ -5,8 +5,7 @@
 Test(ipc_pin, a_pinned_whole_segment_is_never_reused_or_released)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t exported = alloc(&f, 12 * MiB);
     cr_assert_eq(gpucache_allocator_pin_segment(f.allocator, exported), GPUCACHE_SUCCESS);
     cr_assert_eq(gpucache_allocator_pin_segment(f.allocator, exported), GPUCACHE_SUCCESS,
@@ -23,8 +22,7 @@ Test(ipc_pin, a_pinned_whole_segment_is_never_reused_or_released)
 Test(ipc_pin, the_rest_of_a_pinned_split_segment_is_not_handed_out)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t exported = alloc(&f, 5 * MiB);
     uint64_t neighbour = alloc(&f, 5 * MiB);
     cr_assert_eq(gpucache_allocator_pin_segment(f.allocator, exported), GPUCACHE_SUCCESS);
@@ -42,8 +40,7 @@ Test(ipc_pin, the_rest_of_a_pinned_split_segment_is_not_handed_out)
 Test(ipc_pin, interior_blocks_and_unknown_pointers_cannot_be_pinned)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t base = alloc(&f, 5 * MiB);
     uint64_t interior = alloc(&f, 5 * MiB);
     cr_assert_eq(interior, base + 5 * MiB);

@@ -6,9 +6,7 @@
 Test(limits, oversize_blocks_are_not_given_to_normal_requests)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "max_split_size_mb:40");
-    fixture_open(&f, 4 * GiB);
+    fixture_start(&f, "max_split_size_mb:40", 4 * GiB);
     uint64_t oversize = alloc(&f, 50 * MiB);
     struct gpucache_stats stats = stats_of(&f);
     cr_assert_eq(stats.oversize_allocations.current, 1);
@@ -27,18 +25,14 @@ Test(limits, oversize_blocks_are_not_given_to_normal_requests)
 Test(limits, oversize_reuse_is_bounded_by_max_non_split_rounding)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "max_split_size_mb:40");
-    fixture_open(&f, 4 * GiB);
+    fixture_start(&f, "max_split_size_mb:40", 4 * GiB);
     uint64_t oversize = alloc(&f, 70 * MiB);
     free_on(&f, oversize, 0);
     uint64_t other = alloc(&f, 45 * MiB);
     cr_assert_neq(other, oversize, "25 MiB of waste exceeds the default 20 MiB");
     fixture_close(&f);
 
-    fixture_defaults(&f);
-    fixture_configure(&f, "max_split_size_mb:40,max_non_split_rounding_mb:30");
-    fixture_open(&f, 4 * GiB);
+    fixture_start(&f, "max_split_size_mb:40,max_non_split_rounding_mb:30", 4 * GiB);
     oversize = alloc(&f, 70 * MiB);
     free_on(&f, oversize, 0);
     cr_assert_eq(alloc(&f, 45 * MiB), oversize, "25 MiB of waste is within 30 MiB");
@@ -48,8 +42,7 @@ Test(limits, oversize_reuse_is_bounded_by_max_non_split_rounding)
 Test(limits, max_split_size_unlimited_reports_minus_one)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     cr_assert_eq(stats_of(&f).max_split_size, -1);
     fixture_close(&f);
 }
@@ -69,16 +62,23 @@ static void make_aged_segments(struct fixture *f, uint64_t *a)
     cr_assert_eq(reserved(f), 70 * MiB);
 }
 
+/* Under `configuration`, on 1000 MiB: the aged segments, then a 34 MiB
+ * request on stream A that none of them fits. */
+static void request_beside_aged_segments(struct fixture *f, const char *configuration,
+                                         uint64_t *oldest)
+{
+    fixture_start(f, configuration, 1000 * MiB);
+    make_aged_segments(f, oldest);
+    alloc_on(f, 34 * MiB, STREAM_A);
+}
+
 Test(limits, garbage_collection_frees_the_oldest_segments_first)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    /* Cap: 100 MiB of 1000 MiB; collect above 50 MiB. */
-    fixture_configure(&f, "per_process_memory_fraction:0.1,garbage_collection_threshold:0.5");
-    fixture_open(&f, 1000 * MiB);
     uint64_t a;
-    make_aged_segments(&f, &a);
-    alloc_on(&f, 34 * MiB, STREAM_A);
+    /* Cap: 100 MiB of 1000 MiB; collect above 50 MiB. */
+    request_beside_aged_segments(
+        &f, "per_process_memory_fraction:0.1,garbage_collection_threshold:0.5", &a);
     struct gpucache_stats stats = stats_of(&f);
     cr_assert_eq(stats.num_device_free, 1, "only the oldest segment was collected");
     cr_assert_eq(reserved(&f), 80 * MiB);
@@ -90,12 +90,8 @@ Test(limits, garbage_collection_frees_the_oldest_segments_first)
 Test(limits, without_a_memory_fraction_there_is_no_garbage_collection)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "garbage_collection_threshold:0.5");
-    fixture_open(&f, 1000 * MiB);
     uint64_t a;
-    make_aged_segments(&f, &a);
-    alloc_on(&f, 34 * MiB, STREAM_A);
+    request_beside_aged_segments(&f, "garbage_collection_threshold:0.5", &a);
     cr_assert_eq(stats_of(&f).num_device_free, 0);
     cr_assert_eq(reserved(&f), 104 * MiB);
     fixture_close(&f);
@@ -104,12 +100,8 @@ Test(limits, without_a_memory_fraction_there_is_no_garbage_collection)
 Test(limits, without_garbage_collection_the_fraction_cap_forces_a_retry)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "per_process_memory_fraction:0.1");
-    fixture_open(&f, 1000 * MiB);
     uint64_t a;
-    make_aged_segments(&f, &a);
-    alloc_on(&f, 34 * MiB, STREAM_A);
+    request_beside_aged_segments(&f, "per_process_memory_fraction:0.1", &a);
     struct gpucache_stats stats = stats_of(&f);
     cr_assert_eq(stats.num_alloc_retries, 1);
     cr_assert_eq(stats.num_device_free, 3, "the retry released every cached segment");
@@ -120,9 +112,7 @@ Test(limits, without_garbage_collection_the_fraction_cap_forces_a_retry)
 Test(limits, memory_fraction_caps_reserved_memory)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "per_process_memory_fraction:0.5");
-    fixture_open(&f, 100 * MiB);
+    fixture_start(&f, "per_process_memory_fraction:0.5", 100 * MiB);
     alloc(&f, 40 * MiB);
     uint64_t address = 0;
     cr_assert_eq(gpucache_allocator_malloc(f.allocator, 20 * MiB, 0, &address),
@@ -140,9 +130,7 @@ Test(limits, memory_fraction_caps_reserved_memory)
 Test(limits, throw_on_cudamalloc_oom_rejects_without_the_retry_chain)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "per_process_memory_fraction:0.5,throw_on_cudamalloc_oom:True");
-    fixture_open(&f, 100 * MiB);
+    fixture_start(&f, "per_process_memory_fraction:0.5,throw_on_cudamalloc_oom:True", 100 * MiB);
     uint64_t cached = alloc(&f, 40 * MiB);
     free_on(&f, cached, 0);
     uint64_t address = 0;
@@ -159,9 +147,7 @@ Test(limits, throw_on_cudamalloc_oom_rejects_without_the_retry_chain)
 Test(limits, the_fraction_retry_releases_cached_segments_to_fit)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "per_process_memory_fraction:0.5");
-    fixture_open(&f, 100 * MiB);
+    fixture_start(&f, "per_process_memory_fraction:0.5", 100 * MiB);
     uint64_t cached = alloc(&f, 40 * MiB);
     free_on(&f, cached, 0);
     alloc(&f, 45 * MiB);
@@ -175,8 +161,7 @@ Test(limits, the_fraction_retry_releases_cached_segments_to_fit)
 Test(limits, empty_cache_returns_whole_free_segments_only)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t whole = alloc(&f, 12 * MiB);
     uint64_t part = alloc(&f, 5 * MiB);
     alloc(&f, 5 * MiB);

@@ -4,8 +4,7 @@
 
 static void open_held(struct fixture *f)
 {
-    fixture_defaults(f);
-    fixture_open(f, 1 * GiB);
+    fixture_start(f, NULL, 1 * GiB);
     accounting_driver_hold_fences(f->driver, true);
 }
 
@@ -160,9 +159,7 @@ Test(reuse, the_async_mode_never_synchronizes_the_device)
 Test(reuse, conservative_mode_synchronizes_instead_of_fencing)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "reuse:conservative");
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, "reuse:conservative", 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t a = alloc(&f, 12 * MiB);
     free_sync(&f, a);
@@ -175,9 +172,7 @@ Test(reuse, conservative_mode_synchronizes_instead_of_fencing)
 Test(reuse, relaxed_mode_reuses_synchronous_frees_at_once)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_configure(&f, "reuse:relaxed");
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, "reuse:relaxed", 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t a = alloc(&f, 12 * MiB);
     free_sync(&f, a);

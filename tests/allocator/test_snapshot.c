@@ -21,8 +21,7 @@ static void record(void *context, const struct gpucache_segment_info *segment)
 Test(snapshot, segments_in_address_order_with_their_blocks)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t large_a = alloc_on(&f, 5 * MiB - 100, STREAM_A);
     uint64_t large_b = alloc_on(&f, 5 * MiB, STREAM_A);
@@ -60,8 +59,7 @@ Test(snapshot, segments_in_address_order_with_their_blocks)
 Test(snapshot, an_empty_allocator_has_no_segments)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     struct listing listing = {0};
     cr_assert(gpucache_allocator_visit_segments(f.allocator, record, &listing));
     cr_assert_eq(listing.segments, 0);

@@ -5,8 +5,7 @@
 Test(split_merge, large_requests_share_a_20_mib_segment)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 5 * MiB);
     uint64_t b = alloc(&f, 5 * MiB);
     cr_assert_eq(b, a + 5 * MiB, "the remainder of the first segment serves the second request");
@@ -20,8 +19,7 @@ Test(split_merge, large_requests_share_a_20_mib_segment)
 Test(split_merge, large_slivers_of_1_mib_stay_inside_the_allocation)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     alloc(&f, 19 * MiB);
     struct gpucache_stats stats = stats_of(&f);
     cr_assert_eq(stats.reserved_bytes[GPUCACHE_STAT_ALL].current, 20 * MiB);
@@ -35,8 +33,7 @@ Test(split_merge, large_slivers_of_1_mib_stay_inside_the_allocation)
 Test(split_merge, small_requests_split_down_to_512_bytes)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 1);
     uint64_t b = alloc(&f, 512);
     cr_assert_eq(b, a + 512);
@@ -53,8 +50,7 @@ Test(split_merge, small_requests_split_down_to_512_bytes)
 Test(split_merge, freed_neighbours_merge_back_into_the_whole_segment)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 5 * MiB);
     uint64_t b = alloc(&f, 5 * MiB);
     uint64_t c = alloc(&f, 5 * MiB);
@@ -78,8 +74,7 @@ Test(split_merge, freed_neighbours_merge_back_into_the_whole_segment)
 Test(split_merge, blocks_of_different_segments_never_merge)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 12 * MiB);
     uint64_t b = alloc(&f, 12 * MiB);
     free_on(&f, a, 0);
@@ -92,8 +87,7 @@ Test(split_merge, blocks_of_different_segments_never_merge)
 Test(split_merge, best_fit_takes_the_smallest_block_then_the_lowest_address)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t big = alloc(&f, 16 * MiB);
     uint64_t small_first = alloc(&f, 12 * MiB);
     uint64_t small_second = alloc(&f, 12 * MiB);
@@ -110,8 +104,7 @@ Test(split_merge, best_fit_takes_the_smallest_block_then_the_lowest_address)
 Test(split_merge, freeing_a_block_twice_or_an_interior_pointer_is_refused)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 4 * KiB);
     cr_assert_eq(gpucache_allocator_free(f.allocator, a + 512, GPUCACHE_FREE_SYNCHRONOUS, 0),
                  GPUCACHE_ERROR_INVALID_VALUE);
@@ -131,8 +124,7 @@ Test(split_merge, freeing_a_block_twice_or_an_interior_pointer_is_refused)
 Test(split_merge, block_size_reports_the_requested_size)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t a = alloc(&f, 1000);
     size_t size = 0;
     cr_assert(gpucache_allocator_block_size(f.allocator, a, &size));

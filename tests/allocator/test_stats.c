@@ -15,8 +15,7 @@ static long long json_value(const char *json, const char *name)
 Test(stats, allocations_move_allocated_active_requested_and_reserved)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     uint64_t small = alloc(&f, 1000);
     uint64_t large = alloc(&f, 3 * MiB);
     struct gpucache_stats stats = stats_of(&f);
@@ -43,8 +42,7 @@ Test(stats, allocations_move_allocated_active_requested_and_reserved)
 Test(stats, pending_blocks_stay_active_until_their_fence)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     accounting_driver_hold_fences(f.driver, true);
     uint64_t a = alloc(&f, 5 * MiB);
     free_sync(&f, a);
@@ -64,8 +62,7 @@ Test(stats, pending_blocks_stay_active_until_their_fence)
 Test(stats, json_uses_pytorch_flattened_sorted_names)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     alloc(&f, 3 * MiB);
     struct gpucache_stats stats = stats_of(&f);
     size_t needed = gpucache_stats_to_json(&stats, NULL, 0);
@@ -102,8 +99,7 @@ Test(stats, json_uses_pytorch_flattened_sorted_names)
 Test(stats, summary_is_pytorchs_memory_summary_table)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 1 * GiB);
+    fixture_start(&f, NULL, 1 * GiB);
     alloc(&f, 3 * MiB);
     alloc(&f, 1000);
     struct gpucache_stats stats = stats_of(&f);

@@ -21,8 +21,7 @@ static void allocate_then_reallocate(struct fixture *f, size_t first_size, int f
 Test(worked_examples, eight_16_then_four_32_grows_reserved_from_128_to_256)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 80 * GiB);
+    fixture_start(&f, NULL, 80 * GiB);
     uint64_t addresses[8];
     for (int i = 0; i < 8; i++)
         addresses[i] = alloc(&f, 16 * MiB);
@@ -40,8 +39,7 @@ Test(worked_examples, eight_16_then_four_32_grows_reserved_from_128_to_256)
 Test(worked_examples, four_32_then_eight_16_keeps_reserved_at_128)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 80 * GiB);
+    fixture_start(&f, NULL, 80 * GiB);
     allocate_then_reallocate(&f, 32 * MiB, 4, 16 * MiB, 8, true);
     cr_assert_eq(reserved(&f), 128 * MiB);
     cr_assert_eq(stats_of(&f).reserved_bytes[GPUCACHE_STAT_ALL].peak, 128 * MiB);
@@ -52,14 +50,12 @@ Test(worked_examples, four_32_then_eight_16_keeps_reserved_at_128)
 Test(worked_examples, example_1_holds_for_stream_ordered_frees_too)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 80 * GiB);
+    fixture_start(&f, NULL, 80 * GiB);
     allocate_then_reallocate(&f, 16 * MiB, 8, 32 * MiB, 4, false);
     cr_assert_eq(reserved(&f), 256 * MiB);
     fixture_close(&f);
 
-    fixture_defaults(&f);
-    fixture_open(&f, 80 * GiB);
+    fixture_start(&f, NULL, 80 * GiB);
     allocate_then_reallocate(&f, 32 * MiB, 4, 16 * MiB, 8, false);
     cr_assert_eq(reserved(&f), 128 * MiB);
     fixture_close(&f);
@@ -68,8 +64,7 @@ Test(worked_examples, example_1_holds_for_stream_ordered_frees_too)
 Test(worked_examples, example_6_the_1_mib_loophole_raises_reserved)
 {
     struct fixture f;
-    fixture_defaults(&f);
-    fixture_open(&f, 80 * GiB);
+    fixture_start(&f, NULL, 80 * GiB);
     uint64_t two_mib = alloc(&f, 2 * MiB);
     cr_assert_eq(reserved(&f), 20 * MiB, "a 2 MiB request gets a 20 MiB large-pool segment");
     free_sync(&f, two_mib);

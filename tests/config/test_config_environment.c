@@ -13,20 +13,29 @@ static void clear_variables(void)
     unsetenv("PYTORCH_ALLOC_CONF");
 }
 
-static int read_environment(struct gpucache_config *config, struct gpucache_config_error *error,
-                            struct gpucache_config_error *warning)
+/* What gpucache_config_from_environment makes of the variables a test set. */
+struct environment_reading {
+    int status;
+    struct gpucache_config config;
+    struct gpucache_config_error error;
+    struct gpucache_config_error warning;
+};
+
+static struct environment_reading read_environment(void)
 {
-    return gpucache_config_from_environment(config, error, warning);
+    struct environment_reading reading;
+    reading.status =
+        gpucache_config_from_environment(&reading.config, &reading.error, &reading.warning);
+    return reading;
 }
 
 Test(config, no_variable_gives_the_defaults, .init = clear_variables)
 {
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0);
-    cr_assert_null(config.source_variable);
-    cr_assert_str_empty(warning.message);
-    cr_assert_not(config.expandable_segments);
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0);
+    cr_assert_null(reading.config.source_variable);
+    cr_assert_str_empty(reading.warning.message);
+    cr_assert_not(reading.config.expandable_segments);
 }
 
 Test(config, gpucache_variable_wins_over_both_pytorch_names, .init = clear_variables)
@@ -34,37 +43,34 @@ Test(config, gpucache_variable_wins_over_both_pytorch_names, .init = clear_varia
     setenv("GPUCACHE_ALLOC_CONF", "max_split_size_mb:64", 1);
     setenv("PYTORCH_CUDA_ALLOC_CONF", "not even valid", 1);
     setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0, "%s", error.message);
-    cr_assert_str_eq(config.source_variable, "GPUCACHE_ALLOC_CONF");
-    cr_assert_eq(config.max_split_size, 64 * MiB);
-    cr_assert_not(config.expandable_segments);
-    cr_assert_str_empty(warning.message);
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0, "%s", reading.error.message);
+    cr_assert_str_eq(reading.config.source_variable, "GPUCACHE_ALLOC_CONF");
+    cr_assert_eq(reading.config.max_split_size, 64 * MiB);
+    cr_assert_not(reading.config.expandable_segments);
+    cr_assert_str_empty(reading.warning.message);
 }
 
 Test(config, an_empty_gpucache_variable_still_wins, .init = clear_variables)
 {
     setenv("GPUCACHE_ALLOC_CONF", "", 1);
     setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0);
-    cr_assert_str_eq(config.source_variable, "GPUCACHE_ALLOC_CONF");
-    cr_assert_not(config.expandable_segments);
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0);
+    cr_assert_str_eq(reading.config.source_variable, "GPUCACHE_ALLOC_CONF");
+    cr_assert_not(reading.config.expandable_segments);
 }
 
 Test(config, pytorch_cuda_name_wins_and_a_difference_is_warned, .init = clear_variables)
 {
     setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
     setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0);
-    cr_assert_str_eq(config.source_variable, "PYTORCH_CUDA_ALLOC_CONF");
-    cr_assert(config.expandable_segments);
-    cr_assert_eq(config.max_split_size, UINT64_MAX);
-    cr_assert_str_eq(warning.message,
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0);
+    cr_assert_str_eq(reading.config.source_variable, "PYTORCH_CUDA_ALLOC_CONF");
+    cr_assert(reading.config.expandable_segments);
+    cr_assert_eq(reading.config.max_split_size, UINT64_MAX);
+    cr_assert_str_eq(reading.warning.message,
                      "gpucache: warning: PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF are both "
                      "set and differ; using PYTORCH_CUDA_ALLOC_CONF, as PyTorch does");
 }
@@ -73,30 +79,27 @@ Test(config, equal_pytorch_variables_are_not_warned, .init = clear_variables)
 {
     setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
     setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0);
-    cr_assert_str_empty(warning.message);
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0);
+    cr_assert_str_empty(reading.warning.message);
 }
 
 Test(config, pytorch_alloc_conf_alone_is_read, .init = clear_variables)
 {
     setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), 0);
-    cr_assert_str_eq(config.source_variable, "PYTORCH_ALLOC_CONF");
-    cr_assert(config.expandable_segments);
-    cr_assert(config.key_from_string[GPUCACHE_KEY_EXPANDABLE_SEGMENTS]);
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, 0);
+    cr_assert_str_eq(reading.config.source_variable, "PYTORCH_ALLOC_CONF");
+    cr_assert(reading.config.expandable_segments);
+    cr_assert(reading.config.key_from_string[GPUCACHE_KEY_EXPANDABLE_SEGMENTS]);
 }
 
 Test(config, the_error_names_the_variable_read, .init = clear_variables)
 {
     setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:true", 1);
-    struct gpucache_config config;
-    struct gpucache_config_error error, warning;
-    cr_assert_eq(read_environment(&config, &error, &warning), -1);
-    cr_assert_str_eq(error.message, "gpucache: PYTORCH_CUDA_ALLOC_CONF: not a boolean in "
+    struct environment_reading reading = read_environment();
+    cr_assert_eq(reading.status, -1);
+    cr_assert_str_eq(reading.error.message, "gpucache: PYTORCH_CUDA_ALLOC_CONF: not a boolean in "
                                     "'expandable_segments:true' (expected True or False)");
 }
 

@@ -33,22 +33,19 @@ Test(config, roundup_scalar_fills_every_bucket)
 Test(config, roundup_list_worked_example)
 {
     static const uint32_t expected[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 8, 8, 8, 8};
-    struct gpucache_config config = parse_accepted("roundup_power2_divisions:[256:1,512:2,>:8]");
-    assert_table(&config, expected);
+    assert_table_of("roundup_power2_divisions:[256:1,512:2,>:8]", expected);
 }
 
 Test(config, roundup_list_without_remainder_leaves_the_rest_at_zero)
 {
     static const uint32_t expected[16] = {4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 16, 0, 0, 0, 0, 0};
-    struct gpucache_config config = parse_accepted("roundup_power2_divisions:[64:4,1024:16]");
-    assert_table(&config, expected);
+    assert_table_of("roundup_power2_divisions:[64:4,1024:16]", expected);
 }
 
 Test(config, roundup_list_remainder_alone_skips_bucket_zero_as_pytorch_does)
 {
     static const uint32_t expected[16] = {0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
-    struct gpucache_config config = parse_accepted("roundup_power2_divisions:[>:8]");
-    assert_table(&config, expected);
+    assert_table_of("roundup_power2_divisions:[>:8]", expected);
 }
 
 Test(config, roundup_list_boundaries_clamp_to_the_last_bucket)

@@ -43,6 +43,19 @@ static size_t count_bytes(const void *device, unsigned char value)
     return count;
 }
 
+/* The safe outcome after `free_call`: the new owner's 0x55 survived the late
+ * write, and on a device with room for one block only it is the same block. */
+static void check_new_owner_untouched(const char *free_call, void *first, void *second)
+{
+    size_t intact = count_bytes(second, 0x55);
+    CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes intact "
+                                "(first %p, second %p)",
+          intact, BLOCK_SIZE, first, second);
+    CHECK(!tight || second == first, "no room for another block, yet it was not reused");
+    printf("%s: the new owner (%s block) never saw the late write\n", free_call,
+           second == first ? "same" : "another");
+}
+
 static void synchronous_free(bool relaxed)
 {
     cudaStream_t late;
@@ -59,20 +72,15 @@ static void synchronous_free(bool relaxed)
     CHECK_CUDA(cudaMemset(second, 0x55, BLOCK_SIZE));
     CHECK_CUDA(cudaStreamSynchronize(late));
 
-    size_t intact = count_bytes(second, 0x55);
     if (relaxed) {
+        size_t intact = count_bytes(second, 0x55);
         CHECK(second == first, "reuse:relaxed did not hand the block out again at once");
         CHECK(intact == 0, "expected the late write to overwrite the new owner under "
                            "reuse:relaxed, but %zu bytes are intact", intact);
         printf("reuse:relaxed: block reused at once, the late write corrupted it (as "
                "documented)\n");
     } else {
-        CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes "
-                                    "intact (first %p, second %p)",
-              intact, BLOCK_SIZE, first, second);
-        CHECK(!tight || second == first, "no room for another block, yet it was not reused");
-        printf("cudaFree: the new owner (%s block) never saw the late write\n",
-               second == first ? "same" : "another");
+        check_new_owner_untouched("cudaFree", first, second);
     }
     CHECK_CUDA(cudaFree(second));
     CHECK_CUDA(cudaStreamDestroy(late));
@@ -96,13 +104,7 @@ static void stream_ordered_free(void)
     CHECK_CUDA(cudaStreamSynchronize(other));
     CHECK_CUDA(cudaStreamSynchronize(late));
 
-    size_t intact = count_bytes(second, 0x55);
-    CHECK(intact == BLOCK_SIZE, "the late write reached the new owner: %zu of %zu bytes intact "
-                                "(first %p, second %p)",
-          intact, BLOCK_SIZE, first, second);
-    CHECK(!tight || second == first, "no room for another block, yet it was not reused");
-    printf("cudaFreeAsync: the new owner (%s block) never saw the late write\n",
-           second == first ? "same" : "another");
+    check_new_owner_untouched("cudaFreeAsync", first, second);
     CHECK_CUDA(cudaFreeAsync(second, other));
     CHECK_CUDA(cudaDeviceSynchronize());
     CHECK_CUDA(cudaStreamDestroy(late));

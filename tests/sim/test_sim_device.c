@@ -144,12 +144,18 @@ static void two_devices(void)
     setenv("GPUSIM_DEVICES", "2", 1);
 }
 
-Test(contexts, context_device_in_both_abi_forms, .init = two_devices)
+/* With two_devices: cuInit, then the primary context of each device. */
+static void retain_both_primary_contexts(CUcontext *zero, CUcontext *one)
 {
     EXPECT_OK(cuInit(0));
+    EXPECT_OK(cuDevicePrimaryCtxRetain(zero, 0));
+    EXPECT_OK(cuDevicePrimaryCtxRetain(one, 1));
+}
+
+Test(contexts, context_device_in_both_abi_forms, .init = two_devices)
+{
     CUcontext zero, one;
-    EXPECT_OK(cuDevicePrimaryCtxRetain(&zero, 0));
-    EXPECT_OK(cuDevicePrimaryCtxRetain(&one, 1));
+    retain_both_primary_contexts(&zero, &one);
     EXPECT_OK(cuCtxSetCurrent(one));
     CUdevice device = -1;
     EXPECT_OK(cuCtxGetDevice(&device));
@@ -229,10 +235,8 @@ Test(contexts, limits_and_cache_configuration)
 
 Test(contexts, peer_access_between_devices, .init = two_devices)
 {
-    EXPECT_OK(cuInit(0));
     CUcontext zero, one;
-    EXPECT_OK(cuDevicePrimaryCtxRetain(&zero, 0));
-    EXPECT_OK(cuDevicePrimaryCtxRetain(&one, 1));
+    retain_both_primary_contexts(&zero, &one);
     EXPECT_OK(cuCtxSetCurrent(zero));
     int can_access;
     EXPECT_OK(cuDeviceCanAccessPeer(&can_access, 0, 1));

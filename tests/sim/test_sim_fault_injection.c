@@ -48,7 +48,9 @@ static void exact_variant_only(void)
     setenv("GPUSIM_FAIL", "cuMemAllocAsync_ptsz:1", 1);
 }
 
-Test(fault_injection, exported_names_match_one_variant, .init = exact_variant_only)
+/* Under the test's rule: a cuMemAllocAsync call that succeeds, then a
+ * cuMemAllocAsync_ptsz call that fails. Returns the _ptsz variant. */
+static allocate_async_function legacy_succeeds_then_per_thread_fails(void)
 {
     start_device(0);
     allocate_async_function allocate_ptsz =
@@ -56,6 +58,13 @@ Test(fault_injection, exported_names_match_one_variant, .init = exact_variant_on
     CUdeviceptr pointer;
     EXPECT_OK(cuMemAllocAsync(&pointer, 1024, NULL));
     EXPECT_RESULT(allocate_ptsz(&pointer, 1024, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    return allocate_ptsz;
+}
+
+Test(fault_injection, exported_names_match_one_variant, .init = exact_variant_only)
+{
+    allocate_async_function allocate_ptsz = legacy_succeeds_then_per_thread_fails();
+    CUdeviceptr pointer;
     EXPECT_OK(allocate_ptsz(&pointer, 1024, NULL));
 }
 
@@ -66,12 +75,7 @@ static void base_name_rule(void)
 
 Test(fault_injection, base_names_count_every_variant, .init = base_name_rule)
 {
-    start_device(0);
-    allocate_async_function allocate_ptsz =
-        (allocate_async_function)per_thread_variant("cuMemAllocAsync", 11020);
-    CUdeviceptr pointer;
-    EXPECT_OK(cuMemAllocAsync(&pointer, 1024, NULL));
-    EXPECT_RESULT(allocate_ptsz(&pointer, 1024, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    legacy_succeeds_then_per_thread_fails();
 }
 
 /* Which of `count` cuMemAlloc calls fail, as a bit mask. */
@@ -90,6 +94,32 @@ static unsigned long long failure_pattern(int count)
     return pattern;
 }
 
+/* The failure patterns of 64 cuMemAlloc calls in this process and in a
+ * child started from the same state; `child_rule`, when not NULL, replaces
+ * GPUSIM_FAIL in the child. */
+static void failure_patterns_here_and_in_child(const char *child_rule, unsigned long long *here,
+                                               unsigned long long *in_child)
+{
+    int pipe_ends[2];
+    cr_assert_eq(pipe(pipe_ends), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        if (child_rule != NULL)
+            setenv("GPUSIM_FAIL", child_rule, 1);
+        start_device(0);
+        unsigned long long pattern = failure_pattern(64);
+        if (write(pipe_ends[1], &pattern, sizeof pattern) != sizeof pattern)
+            _exit(1);
+        _exit(0);
+    }
+    start_device(0);
+    *here = failure_pattern(64);
+    *in_child = 0;
+    cr_assert_eq(read(pipe_ends[0], in_child, sizeof *in_child), sizeof *in_child);
+    waitpid(child, NULL, 0);
+}
+
 static void seeded_rate(void)
 {
     setenv("GPUSIM_FAIL", "rate:0.25:seed:42", 1);
@@ -98,22 +128,8 @@ static void seeded_rate(void)
 Test(fault_injection, a_seeded_rate_is_reproducible, .init = seeded_rate)
 {
     /* Two processes that start from the same seed fail the same calls. */
-    int pipe_ends[2];
-    cr_assert_eq(pipe(pipe_ends), 0);
-    pid_t child = fork();
-    cr_assert_neq(child, -1);
-    if (child == 0) {
-        start_device(0);
-        unsigned long long pattern = failure_pattern(64);
-        if (write(pipe_ends[1], &pattern, sizeof pattern) != sizeof pattern)
-            _exit(1);
-        _exit(0);
-    }
-    start_device(0);
-    unsigned long long pattern = failure_pattern(64);
-    unsigned long long child_pattern = 0;
-    cr_assert_eq(read(pipe_ends[0], &child_pattern, sizeof child_pattern), sizeof child_pattern);
-    waitpid(child, NULL, 0);
+    unsigned long long pattern, child_pattern;
+    failure_patterns_here_and_in_child(NULL, &pattern, &child_pattern);
     cr_assert_eq(child_pattern, pattern);
     int failures = __builtin_popcountll(pattern);
     cr_assert(failures >= 6 && failures <= 30, "%d of 64 failed at rate 0.25", failures);
@@ -128,21 +144,7 @@ static void other_seed(void)
 
 Test(fault_injection, another_seed_gives_another_sequence, .init = other_seed)
 {
-    int pipe_ends[2];
-    cr_assert_eq(pipe(pipe_ends), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        setenv("GPUSIM_FAIL", "rate:0.25:seed:42", 1);
-        start_device(0);
-        unsigned long long pattern = failure_pattern(64);
-        if (write(pipe_ends[1], &pattern, sizeof pattern) != sizeof pattern)
-            _exit(1);
-        _exit(0);
-    }
-    start_device(0);
-    unsigned long long pattern = failure_pattern(64);
-    unsigned long long child_pattern = 0;
-    cr_assert_eq(read(pipe_ends[0], &child_pattern, sizeof child_pattern), sizeof child_pattern);
-    waitpid(child, NULL, 0);
+    unsigned long long pattern, child_pattern;
+    failure_patterns_here_and_in_child("rate:0.25:seed:42", &pattern, &child_pattern);
     cr_assert_neq(child_pattern, pattern);
 }

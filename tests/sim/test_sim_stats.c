@@ -123,6 +123,15 @@ static void read_file(const char *path, char *buffer, size_t capacity)
     fclose(file);
 }
 
+/* Reads, removes and parses the stats document at `path`. */
+static void load_stats_document(const char *path, struct json_values *values)
+{
+    char text[16384];
+    read_file(path, text, sizeof text);
+    unlink(path);
+    cr_assert(parse_document(text, values), "valid JSON:\n%s", text);
+}
+
 Test(stats, the_reader_rejects_malformed_documents)
 {
     struct json_values values;
@@ -155,11 +164,8 @@ Test(stats, written_at_exit_with_calls_peak_and_synchronizations)
     int status;
     waitpid(child, &status, 0);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    char text[16384];
-    read_file(path, text, sizeof text);
-    unlink(path);
     struct json_values values;
-    cr_assert(parse_document(text, &values), "valid JSON:\n%s", text);
+    load_stats_document(path, &values);
     cr_assert_eq(value_at(&values, "calls.cuInit"), 1);
     cr_assert_eq(value_at(&values, "calls.cuMemAlloc_v2"), 2);
     cr_assert_eq(value_at(&values, "calls.cuMemFree_v2"), 1);
@@ -184,11 +190,8 @@ Test(stats, written_on_demand)
     int fd = mkstemp(path);
     close(fd);
     cr_assert_eq(gpusim_write_stats(path), 0);
-    char text[16384];
-    read_file(path, text, sizeof text);
-    unlink(path);
     struct json_values values;
-    cr_assert(parse_document(text, &values), "valid JSON:\n%s", text);
+    load_stats_document(path, &values);
     cr_assert_eq(value_at(&values, "calls.cuEventSynchronize"), 1);
     cr_assert_eq(value_at(&values, "synchronizations"), 1);
     cr_assert_eq(gpusim_write_stats("/nonexistent-folder/stats.json"), -1);

@@ -21,33 +21,46 @@ static void *entry_point_by_version(const char *symbol, unsigned int version, un
     return function;
 }
 
+/* One lookup and the exported driver function it must give. */
+struct expected_entry_point {
+    const char *symbol;
+    unsigned int version;
+    unsigned long long flags;
+    const char *exported_name;
+};
+
+static void expect_entry_points(const struct expected_entry_point *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        cr_assert_eq(entry_point_by_version(cases[i].symbol, cases[i].version, cases[i].flags),
+                     driver_symbol(cases[i].exported_name), "%s at %u with flags %llu is not %s",
+                     cases[i].symbol, cases[i].version, cases[i].flags, cases[i].exported_name);
+}
+
 Test(runtime_entry_point, the_version_selects_the_abi_variant)
 {
-    cr_assert_eq(entry_point_by_version("cuMemAlloc", 3020, cudaEnableDefault), driver_symbol("cuMemAlloc_v2"));
-    cr_assert_eq(entry_point_by_version("cuMemAlloc", 2000, cudaEnableDefault), driver_symbol("cuMemAlloc"));
-    cr_assert_eq(entry_point_by_version("cuCtxGetDevice", 13000, cudaEnableDefault),
-                 driver_symbol("cuCtxGetDevice_v2"));
-    cr_assert_eq(entry_point_by_version("cuCtxGetDevice", 12000, cudaEnableDefault),
-                 driver_symbol("cuCtxGetDevice"));
-    cr_assert_eq(entry_point_by_version("cuDevicePrimaryCtxReset", 7000, cudaEnableDefault),
-                 driver_symbol("cuDevicePrimaryCtxReset"));
-    cr_assert_eq(entry_point_by_version("cuDevicePrimaryCtxReset", 11000, cudaEnableDefault),
-                 driver_symbol("cuDevicePrimaryCtxReset_v2"));
+    static const struct expected_entry_point cases[] = {
+        {"cuMemAlloc", 3020, cudaEnableDefault, "cuMemAlloc_v2"},
+        {"cuMemAlloc", 2000, cudaEnableDefault, "cuMemAlloc"},
+        {"cuCtxGetDevice", 13000, cudaEnableDefault, "cuCtxGetDevice_v2"},
+        {"cuCtxGetDevice", 12000, cudaEnableDefault, "cuCtxGetDevice"},
+        {"cuDevicePrimaryCtxReset", 7000, cudaEnableDefault, "cuDevicePrimaryCtxReset"},
+        {"cuDevicePrimaryCtxReset", 11000, cudaEnableDefault, "cuDevicePrimaryCtxReset_v2"},
+    };
+    expect_entry_points(cases, sizeof cases / sizeof cases[0]);
 }
 
 Test(runtime_entry_point, the_flags_select_the_default_stream_variant)
 {
-    cr_assert_eq(entry_point_by_version("cuMemAllocAsync", 11020, cudaEnableDefault),
-                 driver_symbol("cuMemAllocAsync"));
-    cr_assert_eq(entry_point_by_version("cuMemAllocAsync", 11020, cudaEnableLegacyStream),
-                 driver_symbol("cuMemAllocAsync"));
-    cr_assert_eq(entry_point_by_version("cuMemAllocAsync", 11020, cudaEnablePerThreadDefaultStream),
-                 driver_symbol("cuMemAllocAsync_ptsz"));
-    cr_assert_eq(entry_point_by_version("cuMemcpyHtoD", 7000, cudaEnablePerThreadDefaultStream),
-                 driver_symbol("cuMemcpyHtoD_v2_ptds"));
-    /* Without a per-thread variant the legacy one is the answer. */
-    cr_assert_eq(entry_point_by_version("cuMemAlloc", 3020, cudaEnablePerThreadDefaultStream),
-                 driver_symbol("cuMemAlloc_v2"));
+    static const struct expected_entry_point cases[] = {
+        {"cuMemAllocAsync", 11020, cudaEnableDefault, "cuMemAllocAsync"},
+        {"cuMemAllocAsync", 11020, cudaEnableLegacyStream, "cuMemAllocAsync"},
+        {"cuMemAllocAsync", 11020, cudaEnablePerThreadDefaultStream, "cuMemAllocAsync_ptsz"},
+        {"cuMemcpyHtoD", 7000, cudaEnablePerThreadDefaultStream, "cuMemcpyHtoD_v2_ptds"},
+        /* Without a per-thread variant the legacy one is the answer. */
+        {"cuMemAlloc", 3020, cudaEnablePerThreadDefaultStream, "cuMemAlloc_v2"},
+    };
+    expect_entry_points(cases, sizeof cases / sizeof cases[0]);
 }
 
 Test(runtime_entry_point, the_per_thread_exports_default_to_per_thread_variants)
