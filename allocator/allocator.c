@@ -67,8 +67,12 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
         teardown(allocator, false);
 }
 
+/* Runs on every hit and free: a plain segment's block is split when it has
+ * any neighbour, which spares the hot path a call into another file. */
 static bool block_is_split(const struct block *block)
 {
+    if (block->segment->kind == SEGMENT_PLAIN)
+        return block->prev != NULL || block->next != NULL;
     return expandable_pool_block_is_split(block);
 }
 
@@ -287,10 +291,16 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
         remaining->prev = front;
         free_pool_resize(allocator, remaining, remaining->address + rounded,
                          remaining->size - rounded);
-        if (already_split)
-            change_inactive_split(allocator, remaining, 0, -(int64_t)rounded);
-        else
-            change_inactive_split(allocator, remaining, 1, (int64_t)remaining->size);
+        /* The signs are known here: no branch on them as in
+         * change_inactive_split. */
+        struct gpucache_stats *stats = &allocator->stats;
+        if (already_split) {
+            stat_array_decrease(stats->inactive_split_bytes, remaining->pool, (int64_t)rounded);
+        } else {
+            stat_array_increase(stats->inactive_split, remaining->pool, 1);
+            stat_array_increase(stats->inactive_split_bytes, remaining->pool,
+                                (int64_t)remaining->size);
+        }
         block = front;
     } else {
         free_pool_remove(allocator, block);

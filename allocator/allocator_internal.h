@@ -251,6 +251,17 @@ int64_t monotonic_nanoseconds(void);
         (allocator)->stats.driver_nanoseconds += monotonic_nanoseconds() - driver_call_start_; \
     } while (0)
 void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence);
+/* One pair of clock readings for a run of cheap driver calls (a capture
+ * check, then fence queries or a fence record): the readings cost more than
+ * such calls, and the epoch bookkeeping makes them on the hot path. */
+static inline int64_t driver_timer_start(void)
+{
+    return monotonic_nanoseconds();
+}
+static inline void driver_timer_stop(struct gpucache_allocator *allocator, int64_t start)
+{
+    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
+}
 bool driver_capture_active(struct gpucache_allocator *allocator);
 
 /* Block structs (block_store.c). */
@@ -277,8 +288,6 @@ struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum p
 struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
                                          enum pool_kind pool, gpucache_stream stream,
                                          size_t size);
-bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
-                                 size_t candidate);
 
 /* Reuse safety (reuse_epochs.c). */
 struct stream_state *stream_state_find(struct gpucache_allocator *allocator,

@@ -52,8 +52,8 @@ void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
     RB_REMOVE(free_tree, &allocator->pools[block->pool].free_blocks, block);
 }
 
-bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
-                                 size_t candidate)
+static bool oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
+                                  size_t candidate)
 {
     uint64_t max_split = allocator->config->max_split_size;
     /* Expandable blocks merge back across pages, so cutting a large one
@@ -91,10 +91,12 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
     struct block *found = lower_bound(pool, stream, size);
     if (found == NULL || found->stream != stream)
         return NULL;
-    found = expandable_pool_prefer_fixed_blocks(found);
+    /* The call, across files, costs more than the test on the hot path. */
+    if (found->segment->kind == SEGMENT_EXPANDABLE)
+        found = expandable_pool_prefer_fixed_blocks(found);
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
-    if (!block_oversize_rules_accept(allocator, size, found->size))
+    if (!oversize_rules_accept(allocator, size, found->size))
         return NULL;
     return found;
 }
@@ -123,7 +125,7 @@ struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
              * not yet cleared, cut the runs that the owner grows into. */
             if (candidate->segment->kind == SEGMENT_EXPANDABLE)
                 continue;
-            if (block_oversize_rules_accept(allocator, size, candidate->size) &&
+            if (oversize_rules_accept(allocator, size, candidate->size) &&
                 (best == NULL || candidate->size < best->size ||
                  (candidate->size == best->size && candidate->address < best->address)))
                 best = candidate;
