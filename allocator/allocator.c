@@ -183,9 +183,11 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
                block->stream);
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_decrease(stats->active, block->pool, 1);
-    stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
-    stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
+    enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
+    int64_t requested = (int64_t)block->requested_size;
+    stat_array_decrease(stats->active, pool, 1);
+    stat_array_decrease(stats->active_bytes, pool, (int64_t)block->size);
+    stat_array_decrease(stats->requested_bytes, pool, requested);
     block->requested_size = 0;
     if (block->segment->pinned) {
         retain_block(allocator, block);
@@ -314,13 +316,17 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     block->free_tick = 0;
     block_map_insert(&allocator->allocated, block->address, block);
 
+    /* Locals: block->pool is a byte, which may alias any statistic, so
+     * each statistics store would make the compiler read it again. */
+    enum pool_kind pool = block->pool;
+    int64_t bytes = (int64_t)block->size;
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_increase(stats->allocation, block->pool, 1);
-    stat_array_increase(stats->allocated_bytes, block->pool, (int64_t)block->size);
-    stat_array_increase(stats->active, block->pool, 1);
-    stat_array_increase(stats->active_bytes, block->pool, (int64_t)block->size);
-    stat_array_increase(stats->requested_bytes, block->pool, (int64_t)size);
-    if (block->size >= config->max_split_size)
+    stat_array_increase(stats->allocation, pool, 1);
+    stat_array_increase(stats->allocated_bytes, pool, bytes);
+    stat_array_increase(stats->active, pool, 1);
+    stat_array_increase(stats->active_bytes, pool, bytes);
+    stat_array_increase(stats->requested_bytes, pool, (int64_t)size);
+    if ((uint64_t)bytes >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
     emit_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, stream);
     return block->address;
@@ -489,9 +495,11 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     emit_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address, block->requested_size,
                block->stream);
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_decrease(stats->allocation, block->pool, 1);
-    stat_array_decrease(stats->allocated_bytes, block->pool, (int64_t)block->size);
-    if (block->size >= allocator->config->max_split_size)
+    enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
+    uint64_t bytes = block->size;
+    stat_array_decrease(stats->allocation, pool, 1);
+    stat_array_decrease(stats->allocated_bytes, pool, (int64_t)bytes);
+    if (bytes >= allocator->config->max_split_size)
         stat_decrease(&stats->oversize_allocations, 1);
 
     bool same_stream = kind == GPUCACHE_FREE_STREAM_ORDERED && stream == block->stream;

@@ -8,14 +8,33 @@ static int compare_keys(uint64_t a, uint64_t b)
     return (a > b) - (a < b);
 }
 
+/* The order of the free trees on (stream, size, address), for a key that
+ * is not a block in the tree. */
+static int compare_key_to_block(gpucache_stream stream, uint64_t size, uint64_t address,
+                                const struct block *block)
+{
+    int order = compare_keys(stream, block->stream);
+    if (order == 0)
+        order = compare_keys(size, block->size);
+    if (order == 0)
+        order = compare_keys(address, block->address);
+    return order;
+}
+
 static int free_tree_compare(const struct block *a, const struct block *b)
 {
-    int order = compare_keys(a->stream, b->stream);
-    if (order == 0)
-        order = compare_keys(a->size, b->size);
-    if (order == 0)
-        order = compare_keys(a->address, b->address);
-    return order;
+    return compare_key_to_block(a->stream, a->size, a->address, b);
+}
+
+/* A search key: only the three fields the order reads are set, since
+ * zeroing a whole block struct cost more than the search on the hot path. */
+static struct block *search_key(struct block *key, gpucache_stream stream, uint64_t size,
+                                uint64_t address)
+{
+    key->stream = stream;
+    key->size = size;
+    key->address = address;
+    return key;
 }
 
 RB_GENERATE(free_tree, block, tree_link, free_tree_compare)
@@ -32,12 +51,13 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size)
 {
     struct pool *pool = &allocator->pools[block->pool];
-    struct block key = {.stream = block->stream, .size = size, .address = address};
-    bool grows = free_tree_compare(&key, block) > 0;
+    gpucache_stream stream = block->stream;
+    bool grows = compare_key_to_block(stream, size, address, block) > 0;
     struct block *neighbour = grows ? RB_NEXT(free_tree, &pool->free_blocks, block)
                                     : RB_PREV(free_tree, &pool->free_blocks, block);
-    bool order_kept = neighbour == NULL || (grows ? free_tree_compare(&key, neighbour) < 0
-                                                  : free_tree_compare(neighbour, &key) < 0);
+    bool order_kept = neighbour == NULL ||
+                      (grows ? compare_key_to_block(stream, size, address, neighbour) < 0
+                             : compare_key_to_block(stream, size, address, neighbour) > 0);
     if (!order_kept)
         RB_REMOVE(free_tree, &pool->free_blocks, block);
     block->address = address;
@@ -71,8 +91,8 @@ static bool oversize_rules_accept(const struct gpucache_allocator *allocator, si
 
 static struct block *lower_bound(struct pool *pool, gpucache_stream stream, size_t size)
 {
-    struct block key = {.stream = stream, .size = size, .address = 0};
-    return RB_NFIND(free_tree, &pool->free_blocks, &key);
+    struct block key;
+    return RB_NFIND(free_tree, &pool->free_blocks, search_key(&key, stream, size, 0));
 }
 
 struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
