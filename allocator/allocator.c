@@ -268,9 +268,11 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
 }
 
 /* Hands out the free block `block` (still in its tree) for a request,
- * splitting off the rest when PyTorch would. */
+ * splitting off the rest when PyTorch would. `lower_bound`: the block is
+ * the first of its stream of at least `rounded` bytes in its tree. */
 static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struct block *block,
-                                     size_t size, size_t rounded, gpucache_stream stream)
+                                     size_t size, size_t rounded, gpucache_stream stream,
+                                     bool lower_bound)
 {
     const struct gpucache_config *config = allocator->config;
     bool already_split = block_is_split(block);
@@ -291,8 +293,12 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
         if (front->prev != NULL)
             front->prev->next = front;
         remaining->prev = front;
-        free_pool_resize(allocator, remaining, remaining->address + rounded,
-                         remaining->size - rounded);
+        if (lower_bound)
+            free_pool_cut_lower_bound(allocator, remaining, remaining->address + rounded,
+                                      remaining->size - rounded, rounded);
+        else
+            free_pool_resize(allocator, remaining, remaining->address + rounded,
+                             remaining->size - rounded);
         /* The signs are known here: no branch on them as in
          * change_inactive_split. */
         struct gpucache_stats *stats = &allocator->stats;
@@ -470,12 +476,14 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+        /* In a plain segment the best fit is the lower bound itself. */
+        bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
         if (block == NULL)
             block = allocate_on_miss(allocator, pool, stream, rounded, &result);
         if (block != NULL) {
             /* A step of the chain may have failed before a later one succeeded. */
             result = GPUCACHE_SUCCESS;
-            *address = allocate_found_block(allocator, block, size, rounded, stream);
+            *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
         }
     }
     pthread_mutex_unlock(&allocator->mutex);

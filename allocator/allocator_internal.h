@@ -277,6 +277,12 @@ void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
  * order, which saves a removal and an insertion on the hot path. */
 void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size);
+/* free_pool_resize for a block that shrinks from the front, when it is the
+ * first block of its stream in the tree of at least `bound` bytes (a best
+ * fit for `bound`): while the new size is still `bound` or more, the tree
+ * order holds without looking at a neighbour. */
+void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+                               uint64_t address, uint64_t size, uint64_t bound);
 /* The smallest acceptable free block of `pool` for (stream, size), lowest
  * address on ties, or NULL; max_split_size rules applied. Not removed. */
 struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,

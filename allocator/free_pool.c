@@ -67,6 +67,20 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
     block->gc_count_base = pool->gc_clock;
 }
 
+void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+                               uint64_t address, uint64_t size, uint64_t bound)
+{
+    /* Blocks of the stream before it are smaller than `bound`, so smaller
+     * than the new size; those after it are larger than its old key. */
+    if (size < bound) {
+        free_pool_resize(allocator, block, address, size);
+        return;
+    }
+    block->address = address;
+    block->size = size;
+    block->gc_count_base = allocator->pools[block->pool].gc_clock;
+}
+
 void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
 {
     RB_REMOVE(free_tree, &allocator->pools[block->pool].free_blocks, block);
