@@ -67,8 +67,12 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
         teardown(allocator, false);
 }
 
+/* Runs on every hit and free: a plain segment's block is split when it has
+ * any neighbour, which spares the hot path a call into another file. */
 static bool block_is_split(const struct block *block)
 {
+    if (block->segment->kind == SEGMENT_PLAIN)
+        return block->prev != NULL || block->next != NULL;
     return expandable_pool_block_is_split(block);
 }
 
@@ -179,9 +183,11 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
     emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
                block->stream);
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_decrease(stats->active, block->pool, 1);
-    stat_array_decrease(stats->active_bytes, block->pool, (int64_t)block->size);
-    stat_array_decrease(stats->requested_bytes, block->pool, (int64_t)block->requested_size);
+    enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
+    int64_t requested = (int64_t)block->requested_size;
+    stat_array_decrease(stats->active, pool, 1);
+    stat_array_decrease(stats->active_bytes, pool, (int64_t)block->size);
+    stat_array_decrease(stats->requested_bytes, pool, requested);
     block->requested_size = 0;
     if (block->segment->pinned) {
         retain_block(allocator, block);
@@ -262,9 +268,11 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
 }
 
 /* Hands out the free block `block` (still in its tree) for a request,
- * splitting off the rest when PyTorch would. */
+ * splitting off the rest when PyTorch would. `lower_bound`: the block is
+ * the first of its stream of at least `rounded` bytes in its tree. */
 static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struct block *block,
-                                     size_t size, size_t rounded, gpucache_stream stream)
+                                     size_t size, size_t rounded, gpucache_stream stream,
+                                     bool lower_bound)
 {
     const struct gpucache_config *config = allocator->config;
     bool already_split = block_is_split(block);
@@ -285,12 +293,22 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
         if (front->prev != NULL)
             front->prev->next = front;
         remaining->prev = front;
-        free_pool_resize(allocator, remaining, remaining->address + rounded,
-                         remaining->size - rounded);
-        if (already_split)
-            change_inactive_split(allocator, remaining, 0, -(int64_t)rounded);
+        if (lower_bound)
+            free_pool_cut_lower_bound(allocator, remaining, remaining->address + rounded,
+                                      remaining->size - rounded, rounded);
         else
-            change_inactive_split(allocator, remaining, 1, (int64_t)remaining->size);
+            free_pool_resize(allocator, remaining, remaining->address + rounded,
+                             remaining->size - rounded);
+        /* The signs are known here: no branch on them as in
+         * change_inactive_split. */
+        struct gpucache_stats *stats = &allocator->stats;
+        if (already_split) {
+            stat_array_decrease(stats->inactive_split_bytes, remaining->pool, (int64_t)rounded);
+        } else {
+            stat_array_increase(stats->inactive_split, remaining->pool, 1);
+            stat_array_increase(stats->inactive_split_bytes, remaining->pool,
+                                (int64_t)remaining->size);
+        }
         block = front;
     } else {
         free_pool_remove(allocator, block);
@@ -304,13 +322,17 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     block->free_tick = 0;
     block_map_insert(&allocator->allocated, block->address, block);
 
+    /* Locals: block->pool is a byte, which may alias any statistic, so
+     * each statistics store would make the compiler read it again. */
+    enum pool_kind pool = block->pool;
+    int64_t bytes = (int64_t)block->size;
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_increase(stats->allocation, block->pool, 1);
-    stat_array_increase(stats->allocated_bytes, block->pool, (int64_t)block->size);
-    stat_array_increase(stats->active, block->pool, 1);
-    stat_array_increase(stats->active_bytes, block->pool, (int64_t)block->size);
-    stat_array_increase(stats->requested_bytes, block->pool, (int64_t)size);
-    if (block->size >= config->max_split_size)
+    stat_array_increase(stats->allocation, pool, 1);
+    stat_array_increase(stats->allocated_bytes, pool, bytes);
+    stat_array_increase(stats->active, pool, 1);
+    stat_array_increase(stats->active_bytes, pool, bytes);
+    stat_array_increase(stats->requested_bytes, pool, (int64_t)size);
+    if ((uint64_t)bytes >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
     emit_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, stream);
     return block->address;
@@ -454,12 +476,14 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+        /* In a plain segment the best fit is the lower bound itself. */
+        bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
         if (block == NULL)
             block = allocate_on_miss(allocator, pool, stream, rounded, &result);
         if (block != NULL) {
             /* A step of the chain may have failed before a later one succeeded. */
             result = GPUCACHE_SUCCESS;
-            *address = allocate_found_block(allocator, block, size, rounded, stream);
+            *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
         }
     }
     pthread_mutex_unlock(&allocator->mutex);
@@ -479,9 +503,11 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     emit_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address, block->requested_size,
                block->stream);
     struct gpucache_stats *stats = &allocator->stats;
-    stat_array_decrease(stats->allocation, block->pool, 1);
-    stat_array_decrease(stats->allocated_bytes, block->pool, (int64_t)block->size);
-    if (block->size >= allocator->config->max_split_size)
+    enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
+    uint64_t bytes = block->size;
+    stat_array_decrease(stats->allocation, pool, 1);
+    stat_array_decrease(stats->allocated_bytes, pool, (int64_t)bytes);
+    if (bytes >= allocator->config->max_split_size)
         stat_decrease(&stats->oversize_allocations, 1);
 
     bool same_stream = kind == GPUCACHE_FREE_STREAM_ORDERED && stream == block->stream;

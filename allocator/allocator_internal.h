@@ -251,6 +251,17 @@ int64_t monotonic_nanoseconds(void);
         (allocator)->stats.driver_nanoseconds += monotonic_nanoseconds() - driver_call_start_; \
     } while (0)
 void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence);
+/* One pair of clock readings for a run of cheap driver calls (a capture
+ * check, then fence queries or a fence record): the readings cost more than
+ * such calls, and the epoch bookkeeping makes them on the hot path. */
+static inline int64_t driver_timer_start(void)
+{
+    return monotonic_nanoseconds();
+}
+static inline void driver_timer_stop(struct gpucache_allocator *allocator, int64_t start)
+{
+    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
+}
 bool driver_capture_active(struct gpucache_allocator *allocator);
 
 /* Block structs (block_store.c). */
@@ -266,6 +277,12 @@ void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
  * order, which saves a removal and an insertion on the hot path. */
 void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size);
+/* free_pool_resize for a block that shrinks from the front, when it is the
+ * first block of its stream in the tree of at least `bound` bytes (a best
+ * fit for `bound`): while the new size is still `bound` or more, the tree
+ * order holds without looking at a neighbour. */
+void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+                               uint64_t address, uint64_t size, uint64_t bound);
 /* The smallest acceptable free block of `pool` for (stream, size), lowest
  * address on ties, or NULL; max_split_size rules applied. Not removed. */
 struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,
@@ -277,8 +294,6 @@ struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum p
 struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
                                          enum pool_kind pool, gpucache_stream stream,
                                          size_t size);
-bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
-                                 size_t candidate);
 
 /* Reuse safety (reuse_epochs.c). */
 struct stream_state *stream_state_find(struct gpucache_allocator *allocator,

@@ -9,7 +9,8 @@
  * 256 splits the first time a program reaches a new block count. */
 #define BLOCKS_PER_SLAB 256
 
-static bool grow(struct gpucache_allocator *allocator)
+/* Out of line: the taking fast path then saves no registers. */
+__attribute__((noinline)) static bool grow(struct gpucache_allocator *allocator)
 {
     struct block_store *store = &allocator->store;
     size_t new_total = store->total_blocks + BLOCKS_PER_SLAB;
@@ -42,10 +43,12 @@ struct block *block_store_take(struct gpucache_allocator *allocator)
     struct block_store *store = &allocator->store;
     if (store->free_list == NULL && !grow(allocator))
         return NULL;
+    /* A copy of a constant compiles to a few vector stores; zeroing with
+     * memset compiled to `rep stos`, slow to start, on every split. */
+    static const struct block fresh = {.mapped = true};
     struct block *block = store->free_list;
     store->free_list = block->list_next;
-    memset(block, 0, sizeof *block);
-    block->mapped = true;
+    memcpy(block, &fresh, sizeof *block);
     return block;
 }
 

@@ -8,14 +8,33 @@ static int compare_keys(uint64_t a, uint64_t b)
     return (a > b) - (a < b);
 }
 
+/* The order of the free trees on (stream, size, address), for a key that
+ * is not a block in the tree. */
+static int compare_key_to_block(gpucache_stream stream, uint64_t size, uint64_t address,
+                                const struct block *block)
+{
+    int order = compare_keys(stream, block->stream);
+    if (order == 0)
+        order = compare_keys(size, block->size);
+    if (order == 0)
+        order = compare_keys(address, block->address);
+    return order;
+}
+
 static int free_tree_compare(const struct block *a, const struct block *b)
 {
-    int order = compare_keys(a->stream, b->stream);
-    if (order == 0)
-        order = compare_keys(a->size, b->size);
-    if (order == 0)
-        order = compare_keys(a->address, b->address);
-    return order;
+    return compare_key_to_block(a->stream, a->size, a->address, b);
+}
+
+/* A search key: only the three fields the order reads are set, since
+ * zeroing a whole block struct cost more than the search on the hot path. */
+static struct block *search_key(struct block *key, gpucache_stream stream, uint64_t size,
+                                uint64_t address)
+{
+    key->stream = stream;
+    key->size = size;
+    key->address = address;
+    return key;
 }
 
 RB_GENERATE(free_tree, block, tree_link, free_tree_compare)
@@ -32,12 +51,13 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size)
 {
     struct pool *pool = &allocator->pools[block->pool];
-    struct block key = {.stream = block->stream, .size = size, .address = address};
-    bool grows = free_tree_compare(&key, block) > 0;
+    gpucache_stream stream = block->stream;
+    bool grows = compare_key_to_block(stream, size, address, block) > 0;
     struct block *neighbour = grows ? RB_NEXT(free_tree, &pool->free_blocks, block)
                                     : RB_PREV(free_tree, &pool->free_blocks, block);
-    bool order_kept = neighbour == NULL || (grows ? free_tree_compare(&key, neighbour) < 0
-                                                  : free_tree_compare(neighbour, &key) < 0);
+    bool order_kept = neighbour == NULL ||
+                      (grows ? compare_key_to_block(stream, size, address, neighbour) < 0
+                             : compare_key_to_block(stream, size, address, neighbour) > 0);
     if (!order_kept)
         RB_REMOVE(free_tree, &pool->free_blocks, block);
     block->address = address;
@@ -47,13 +67,27 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
     block->gc_count_base = pool->gc_clock;
 }
 
+void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+                               uint64_t address, uint64_t size, uint64_t bound)
+{
+    /* Blocks of the stream before it are smaller than `bound`, so smaller
+     * than the new size; those after it are larger than its old key. */
+    if (size < bound) {
+        free_pool_resize(allocator, block, address, size);
+        return;
+    }
+    block->address = address;
+    block->size = size;
+    block->gc_count_base = allocator->pools[block->pool].gc_clock;
+}
+
 void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
 {
     RB_REMOVE(free_tree, &allocator->pools[block->pool].free_blocks, block);
 }
 
-bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
-                                 size_t candidate)
+static bool oversize_rules_accept(const struct gpucache_allocator *allocator, size_t request,
+                                  size_t candidate)
 {
     uint64_t max_split = allocator->config->max_split_size;
     /* Expandable blocks merge back across pages, so cutting a large one
@@ -71,8 +105,8 @@ bool block_oversize_rules_accept(const struct gpucache_allocator *allocator, siz
 
 static struct block *lower_bound(struct pool *pool, gpucache_stream stream, size_t size)
 {
-    struct block key = {.stream = stream, .size = size, .address = 0};
-    return RB_NFIND(free_tree, &pool->free_blocks, &key);
+    struct block key;
+    return RB_NFIND(free_tree, &pool->free_blocks, search_key(&key, stream, size, 0));
 }
 
 struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
@@ -91,10 +125,12 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
     struct block *found = lower_bound(pool, stream, size);
     if (found == NULL || found->stream != stream)
         return NULL;
-    found = expandable_pool_prefer_fixed_blocks(found);
+    /* The call, across files, costs more than the test on the hot path. */
+    if (found->segment->kind == SEGMENT_EXPANDABLE)
+        found = expandable_pool_prefer_fixed_blocks(found);
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
-    if (!block_oversize_rules_accept(allocator, size, found->size))
+    if (!oversize_rules_accept(allocator, size, found->size))
         return NULL;
     return found;
 }
@@ -123,7 +159,7 @@ struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
              * not yet cleared, cut the runs that the owner grows into. */
             if (candidate->segment->kind == SEGMENT_EXPANDABLE)
                 continue;
-            if (block_oversize_rules_accept(allocator, size, candidate->size) &&
+            if (oversize_rules_accept(allocator, size, candidate->size) &&
                 (best == NULL || candidate->size < best->size ||
                  (candidate->size == best->size && candidate->address < best->address)))
                 best = candidate;

@@ -67,18 +67,23 @@ void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state
         epoch_close(allocator, state);
 }
 
-/* The blocks of `list` are safe for every stream now. */
+/* The blocks of `list` are safe for every stream now. The pending
+ * statistics fall once for the whole list: a decrease moves no peak. */
 static void free_pending_list(struct gpucache_allocator *allocator, struct block *list)
 {
+    int64_t blocks = 0;
+    int64_t bytes = 0;
     while (list != NULL) {
         struct block *block = list;
         list = block->list_next;
         block->list_next = NULL;
         block->free_tick = 0;
-        stat_decrease(&allocator->stats.pending_blocks, 1);
-        stat_decrease(&allocator->stats.pending_bytes, (int64_t)block->size);
+        blocks++;
+        bytes += (int64_t)block->size;
         block_free_completed(allocator, block);
     }
+    stat_decrease(&allocator->stats.pending_blocks, blocks);
+    stat_decrease(&allocator->stats.pending_bytes, bytes);
 }
 
 static void complete_open_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
@@ -104,7 +109,8 @@ static void complete_epochs_through(struct gpucache_allocator *allocator,
         state->completed_tick = max_tick(state->completed_tick, epoch->tick);
         if (state->all_streams)
             allocator->all_completed_tick = max_tick(allocator->all_completed_tick, epoch->tick);
-        driver_fence_release(allocator, epoch->fence);
+        if (epoch->fence != NULL) /* NULL: released when its query answered */
+            driver_fence_release(allocator, epoch->fence);
         struct block *list = epoch->first;
         bool last = epoch == through;
         memset(epoch, 0, sizeof *epoch);
@@ -135,19 +141,22 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
         synchronize_device_for_reuse(allocator);
         return;
     }
-    if (driver_capture_active(allocator))
-        return; /* no events during capture: the blocks stay pending */
     struct epoch *epoch = allocator->spare_epochs;
     if (epoch != NULL)
         allocator->spare_epochs = epoch->next;
     else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
         return;
-    gpucache_result result;
-    if (state->all_streams)
-        DRIVER_CALL(allocator, result, fence_all_streams, allocator->device, &epoch->fence);
-    else
-        DRIVER_CALL(allocator, result, fence_stream, allocator->device, state->stream,
-                    &epoch->fence);
+    const struct gpucache_driver *driver = allocator->driver;
+    gpucache_result result = GPUCACHE_ERROR_NOT_READY;
+    int64_t timer = driver_timer_start();
+    /* No events during capture: the blocks stay pending. */
+    if (!driver->capture_active(driver->context, allocator->device))
+        result = state->all_streams
+                     ? driver->fence_all_streams(driver->context, allocator->device,
+                                                 &epoch->fence)
+                     : driver->fence_stream(driver->context, allocator->device, state->stream,
+                                            &epoch->fence);
+    driver_timer_stop(allocator, timer);
     if (result != GPUCACHE_SUCCESS) {
         epoch->next = allocator->spare_epochs;
         allocator->spare_epochs = epoch;
@@ -182,24 +191,52 @@ void epochs_close_all_open(struct gpucache_allocator *allocator)
     }
 }
 
-static void process_state(struct gpucache_allocator *allocator, struct stream_state *state)
+/* The newest closed epoch of `state` whose fence has completed, or NULL.
+ * Fences of one state complete in the order they were recorded, so the
+ * queries stop at the first one not ready (or failing: asked again later).
+ * A completed fence is released at once, inside the caller's timing. */
+static struct epoch *query_completed(struct gpucache_allocator *allocator,
+                                     struct stream_state *state)
 {
-    while (state->oldest != NULL) {
-        gpucache_result result;
-        DRIVER_CALL(allocator, result, fence_query, state->oldest->fence);
-        if (result != GPUCACHE_SUCCESS)
-            return; /* not ready (or an error): try again later */
-        complete_epochs_through(allocator, state, state->oldest);
+    const struct gpucache_driver *driver = allocator->driver;
+    struct epoch *completed = NULL;
+    for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next) {
+        if (driver->fence_query(driver->context, epoch->fence) != GPUCACHE_SUCCESS)
+            break;
+        driver->fence_release(driver->context, epoch->fence);
+        epoch->fence = NULL;
+        completed = epoch;
     }
+    return completed;
 }
 
+/* One timing for the capture check and every query: on a cache hit the
+ * clock readings would cost more than the calls. */
 void epochs_process_completed(struct gpucache_allocator *allocator)
 {
-    if (allocator->closed_epoch_count == 0 || driver_capture_active(allocator))
+    if (allocator->closed_epoch_count == 0)
         return;
-    process_state(allocator, &allocator->all_streams);
-    for (size_t i = 0; i < allocator->stream_count; i++)
-        process_state(allocator, allocator->streams[i]);
+    const struct gpucache_driver *driver = allocator->driver;
+    int64_t timer = driver_timer_start();
+    bool capturing = driver->capture_active(driver->context, allocator->device);
+    struct epoch *completed = NULL;
+    if (!capturing)
+        completed = query_completed(allocator, &allocator->all_streams);
+    driver_timer_stop(allocator, timer);
+    if (capturing)
+        return;
+    if (completed != NULL)
+        complete_epochs_through(allocator, &allocator->all_streams, completed);
+    for (size_t i = 0; i < allocator->stream_count; i++) {
+        struct stream_state *state = allocator->streams[i];
+        if (state->oldest == NULL)
+            continue;
+        timer = driver_timer_start();
+        completed = query_completed(allocator, state);
+        driver_timer_stop(allocator, timer);
+        if (completed != NULL)
+            complete_epochs_through(allocator, state, completed);
+    }
 }
 
 /* Blocks the host until `epoch`'s fence completes, then frees its blocks

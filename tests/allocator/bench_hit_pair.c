@@ -1,5 +1,13 @@
 /* Cache-hit malloc + free pair, in nanoseconds: the median over many
- * batches, for one thread and for two threads sharing the allocator. */
+ * batches, for one thread and for two threads sharing the allocator.
+ *
+ *   bench_hit_pair [batches [case]]
+ *
+ * `case` (1-5) runs one line of the table only. The timed pairs run in
+ * run_pairs() alone, so that an instruction count of them is one command:
+ *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=run_pairs \
+ *       bench_hit_pair 50 4
+ * gives the instructions of 50 000 pairs (divide the total by that). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +17,11 @@
 #include "gpucache_allocator.h"
 #include "gpucache_config.h"
 
-#define BATCHES 2001
+#define MAX_BATCHES 100001
 #define PAIRS_PER_BATCH 1000
+#define WARM_UP_PAIRS 10000
+
+static int batches = 2001;
 
 struct run {
     struct gpucache_allocator *allocator;
@@ -36,30 +47,47 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Kept out of line and unspecialized (no clone under another name):
+ * callgrind counts exactly this function's instructions. */
+#if defined(__clang__)
+#define OUT_OF_LINE __attribute__((noinline))
+#else
+#define OUT_OF_LINE __attribute__((noipa))
+#endif
+static OUT_OF_LINE void run_pairs(const struct run *run, int pairs)
+{
+    uint64_t address;
+    for (int i = 0; i < pairs; i++) {
+        if (gpucache_allocator_malloc(run->allocator, run->size, run->stream, &address) != 0)
+            abort();
+        gpucache_allocator_free(run->allocator, address, run->kind, run->stream);
+    }
+}
+
 static void *measure(void *argument)
 {
     struct run *run = argument;
-    static _Thread_local double per_pair[BATCHES];
-    uint64_t address;
+    double *per_pair = malloc((size_t)batches * sizeof *per_pair);
+    if (per_pair == NULL)
+        abort();
     /* Warm up: the first pair creates the segment, later ones hit. */
-    for (int i = 0; i < 10000; i++) {
+    for (int i = 0; i < WARM_UP_PAIRS; i++) {
+        uint64_t address;
         if (gpucache_allocator_malloc(run->allocator, run->size, run->stream, &address) != 0)
             abort();
         gpucache_allocator_free(run->allocator, address, run->kind, run->stream);
     }
     pthread_barrier_wait(run->start);
     run->started_ns = now_ns();
-    for (int batch = 0; batch < BATCHES; batch++) {
+    for (int batch = 0; batch < batches; batch++) {
         int64_t start = now_ns();
-        for (int i = 0; i < PAIRS_PER_BATCH; i++) {
-            gpucache_allocator_malloc(run->allocator, run->size, run->stream, &address);
-            gpucache_allocator_free(run->allocator, address, run->kind, run->stream);
-        }
+        run_pairs(run, PAIRS_PER_BATCH);
         per_pair[batch] = (double)(now_ns() - start) / PAIRS_PER_BATCH;
     }
     run->finished_ns = now_ns();
-    qsort(per_pair, BATCHES, sizeof per_pair[0], compare_doubles);
-    run->median_ns = per_pair[BATCHES / 2];
+    qsort(per_pair, (size_t)batches, sizeof per_pair[0], compare_doubles);
+    run->median_ns = per_pair[batches / 2];
+    free(per_pair);
     return NULL;
 }
 
@@ -91,7 +119,7 @@ static void report(const char *what, size_t size, enum gpucache_free_kind kind, 
             last_finish = runs[i].finished_ns;
     }
     double wall_per_pair = (double)(last_finish - first_start) /
-                           ((double)threads * BATCHES * PAIRS_PER_BATCH);
+                           ((double)threads * batches * PAIRS_PER_BATCH);
     printf("%-44s %d thread%s: median %6.1f ns per pair", what, threads,
            threads == 1 ? " " : "s", runs[0].median_ns);
     for (int i = 1; i < threads; i++)
@@ -102,13 +130,37 @@ static void report(const char *what, size_t size, enum gpucache_free_kind kind, 
     accounting_driver_destroy(driver);
 }
 
-int main(void)
+struct bench_case {
+    const char *what;
+    size_t size;
+    enum gpucache_free_kind kind;
+    int threads;
+};
+
+static const struct bench_case cases[] = {
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1},
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 2},
+    {"32 MiB, cuMemFreeAsync on the same stream", (size_t)32 << 20,
+     GPUCACHE_FREE_STREAM_ORDERED, 1},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 2},
+};
+#define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
+
+int main(int argc, char **argv)
 {
-    report("4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1);
-    report("4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 2);
-    report("32 MiB, cuMemFreeAsync on the same stream", (size_t)32 << 20,
-           GPUCACHE_FREE_STREAM_ORDERED, 1);
-    report("4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1);
-    report("4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 2);
+    int only = 0;
+    if (argc > 1)
+        batches = atoi(argv[1]);
+    if (argc > 2)
+        only = atoi(argv[2]);
+    if (argc > 3 || batches < 1 || batches > MAX_BATCHES || only < 0 || only > CASE_COUNT) {
+        fprintf(stderr, "usage: %s [batches (1-%d, default 2001) [case (1-%d, default all)]]\n",
+                argv[0], MAX_BATCHES, CASE_COUNT);
+        return 2;
+    }
+    for (int i = 0; i < CASE_COUNT; i++)
+        if (only == 0 || only == i + 1)
+            report(cases[i].what, cases[i].size, cases[i].kind, cases[i].threads);
     return 0;
 }

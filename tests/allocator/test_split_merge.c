@@ -101,6 +101,31 @@ Test(split_merge, best_fit_takes_the_smallest_block_then_the_lowest_address)
     fixture_close(&f);
 }
 
+/* A hit cuts its block in place in the free tree while the rest still
+ * covers the request; a rest smaller than another free block of the stream
+ * must move before it. */
+Test(split_merge, a_cut_best_fit_keeps_the_free_tree_in_size_order)
+{
+    struct fixture f;
+    fixture_defaults(&f);
+    fixture_open(&f, 1 * GiB);
+    uint64_t kept_apart = alloc(&f, 256 * KiB);
+    uint64_t wall = alloc(&f, 1 * MiB);
+    free_on(&f, kept_apart, 0); /* free 256 KiB, then the wall, then 768 KiB free */
+    uint64_t first = alloc(&f, 300 * KiB);
+    cr_assert_eq(first, wall + 1 * MiB, "the 768 KiB rest is the best fit");
+    fixture_check(&f);
+    uint64_t second = alloc(&f, 400 * KiB);
+    cr_assert_eq(second, first + 300 * KiB, "468 KiB left: still the best fit");
+    fixture_check(&f); /* 68 KiB left, now smaller than the free 256 KiB */
+    cr_assert_eq(alloc(&f, 64 * KiB), second + 400 * KiB,
+                 "the 68 KiB rest, not the 256 KiB block, is the best fit");
+    cr_assert_eq(alloc(&f, 200 * KiB), kept_apart);
+    cr_assert_eq(stats_of(&f).num_device_alloc, 1);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
 Test(split_merge, freeing_a_block_twice_or_an_interior_pointer_is_refused)
 {
     struct fixture f;
