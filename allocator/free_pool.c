@@ -91,7 +91,7 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
     struct block *found = lower_bound(pool, stream, size);
     if (found == NULL || found->stream != stream)
         return NULL;
-    found = expandable_pool_prefer_fixed_blocks(found);
+    found = expandable_pool_choose_free_block(allocator, found, size);
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
     if (!block_oversize_rules_accept(allocator, size, found->size))
