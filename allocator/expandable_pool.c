@@ -8,6 +8,7 @@
 
 #include "expandable_pool.h"
 #include "gpucache_expandable_segment.h"
+#include "size_policy.h"
 
 _Static_assert(GPUCACHE_ALLOCATOR_MAX_PEERS <= GPUCACHE_EXPANDABLE_MAX_PEERS,
               "every peer of the allocator must fit each segment's list");
@@ -20,6 +21,9 @@ struct expandable_state {
     /* The segment's BLOCK_UNMAPPED blocks by address; they reuse the
      * tree_link of struct block, unused while a block is in no free tree. */
     struct unmapped_tree unmapped;
+    /* Under expandable_segments_size_class_mb: the segment serves the
+     * large-pool requests of at least that size (otherwise the others). */
+    bool serves_size_class;
 };
 
 static int unmapped_compare(const struct block *a, const struct block *b)
@@ -33,6 +37,26 @@ RB_GENERATE(unmapped_tree, block, tree_link, unmapped_compare)
 static struct expandable_state *state_of(const struct segment *segment)
 {
     return segment->expandable;
+}
+
+/* Whether a request belongs to the size class of
+ * expandable_segments_size_class_mb: large requests that grow segments of
+ * their own, so that smaller ones never settle in the slots they free. */
+static bool in_size_class(const struct gpucache_allocator *allocator, enum pool_kind pool,
+                          size_t rounded_size)
+{
+    uint64_t threshold = allocator->config->expandable_segments_size_class;
+    return threshold != 0 && pool == POOL_LARGE && rounded_size >= threshold;
+}
+
+/* Whether growth for a request of (pool, stream, size) may use `segment`. */
+static bool segment_serves(const struct gpucache_allocator *allocator,
+                           const struct segment *segment, enum pool_kind pool,
+                           gpucache_stream stream, size_t rounded_size)
+{
+    return segment->kind == SEGMENT_EXPANDABLE && segment->pool == pool &&
+           segment->stream == stream &&
+           state_of(segment)->serves_size_class == in_size_class(allocator, pool, rounded_size);
 }
 
 static uint64_t block_end(const struct block *block)
@@ -104,6 +128,7 @@ static gpucache_result create_segment(struct gpucache_allocator *allocator,
     if (result != GPUCACHE_SUCCESS)
         goto fail;
     RB_INIT(&state->unmapped);
+    state->serves_size_class = in_size_class(allocator, pool, size);
     segment->base = state->pages->base;
     segment->size = reserve_size;
     segment->kind = SEGMENT_EXPANDABLE;
@@ -189,8 +214,7 @@ static struct block *find_run(struct gpucache_allocator *allocator, enum pool_ki
 {
     struct segment *segment;
     RB_FOREACH(segment, segment_tree, &allocator->segments) {
-        if (segment->kind != SEGMENT_EXPANDABLE || segment->pool != pool ||
-            segment->stream != stream)
+        if (!segment_serves(allocator, segment, pool, stream, size))
             continue;
         struct block *unmapped;
         RB_FOREACH(unmapped, unmapped_tree, &state_of(segment)->unmapped) {
@@ -414,8 +438,7 @@ static bool find_fewest_pages_placement(struct gpucache_allocator *allocator,
     uint64_t best_address = 0;
     struct segment *segment;
     RB_FOREACH(segment, segment_tree, &allocator->segments) {
-        if (segment->kind != SEGMENT_EXPANDABLE || segment->pool != pool ||
-            segment->stream != stream)
+        if (!segment_serves(allocator, segment, pool, stream, size))
             continue;
         struct expandable_state *state = state_of(segment);
         size_t count = 0;
@@ -702,16 +725,70 @@ static size_t growable_size(const struct block *block)
     return block->size + (unmapped_after ? block->next->size : 0);
 }
 
-struct block *expandable_pool_prefer_fixed_blocks(struct block *found)
+/* Whether `block` is in a segment of the size class of a request of
+ * `size` bytes (always, without expandable_segments_size_class_mb). */
+static bool in_class_of_request(const struct gpucache_allocator *allocator,
+                                const struct block *block, size_t size)
+{
+    return state_of(block->segment)->serves_size_class ==
+           in_size_class(allocator, block->pool, size);
+}
+
+/* Grows the segments of the request's size class for it, as the miss path
+ * would (within the memory fraction), and puts the block in the free tree;
+ * NULL when that fails. */
+static struct block *grow_in_size_class(struct gpucache_allocator *allocator,
+                                        enum pool_kind pool, gpucache_stream stream,
+                                        size_t size)
+{
+    uint64_t reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    if (allocator->allowed_memory_maximum != UINT64_MAX &&
+        reserved + size_policy_segment_size(allocator->config, size) >
+            allocator->allowed_memory_maximum)
+        return NULL;
+    struct block *block = NULL;
+    if (expandable_pool_acquire(allocator, pool, stream, size, &block) != GPUCACHE_SUCCESS)
+        return NULL;
+    free_pool_insert(allocator, block);
+    return block;
+}
+
+/* PyTorch's walk from the smallest fitting block `found`: the next larger
+ * blocks of the stream (of the request's size class) are taken while each
+ * could grow to less than the one before. */
+static struct block *prefer_fixed_blocks(const struct gpucache_allocator *allocator,
+                                         struct block *found, size_t size)
+{
+    for (struct block *next = RB_NEXT(free_tree, NULL, found);
+         next != NULL && next->stream == found->stream && in_expandable_segment(next);
+         next = RB_NEXT(free_tree, NULL, next)) {
+        if (!in_class_of_request(allocator, next, size))
+            continue;
+        if (growable_size(next) >= growable_size(found))
+            break;
+        found = next;
+    }
+    return found;
+}
+
+struct block *expandable_pool_choose_free_block(struct gpucache_allocator *allocator,
+                                               struct block *found, size_t size)
 {
     if (!in_expandable_segment(found))
         return found; /* plain segments: no walk on the hot path */
-    for (struct block *next = RB_NEXT(free_tree, NULL, found);
-         next != NULL && in_expandable_segment(found) && next->stream == found->stream &&
-         growable_size(next) < growable_size(found);
-         next = RB_NEXT(free_tree, NULL, found))
-        found = next;
-    return found;
+    if (in_class_of_request(allocator, found, size))
+        return prefer_fixed_blocks(allocator, found, size);
+    struct block *fitting = RB_NEXT(free_tree, NULL, found);
+    while (fitting != NULL && fitting->stream == found->stream &&
+           in_expandable_segment(fitting) && !in_class_of_request(allocator, fitting, size))
+        fitting = RB_NEXT(free_tree, NULL, fitting);
+    if (fitting != NULL && fitting->stream == found->stream && in_expandable_segment(fitting))
+        return prefer_fixed_blocks(allocator, fitting, size);
+    /* Nothing free in the request's class: grow that class now rather than
+     * cut a block of the other; when growth fails, the other class's block
+     * serves, so the key never turns a fitting free block into an OOM. */
+    struct block *grown = grow_in_size_class(allocator, found->pool, found->stream, size);
+    return grown != NULL ? grown : prefer_fixed_blocks(allocator, found, size);
 }
 
 /* Whether work on the stream of a free block may still use it (it was

@@ -20,12 +20,18 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out);
 
-/* PyTorch's best fit among expandable blocks: `found` is the smallest free
- * block that fits; a block followed by unmapped space is judged by what it
- * could grow to, so the next larger blocks of the same stream are taken
- * while each could grow to less than the one before. Keeps growable tails
- * for requests that need them. `found` itself when it is not expandable. */
-struct block *expandable_pool_prefer_fixed_blocks(struct block *found);
+/* The free block that serves a request of `size` bytes, from `found`, the
+ * smallest fitting free block of the stream. PyTorch's best fit among
+ * expandable blocks: a block followed by unmapped space is judged by what
+ * it could grow to, so the next larger blocks of the same stream are taken
+ * while each could grow to less than the one before, keeping growable
+ * tails for requests that need them. With expandable_segments_size_class_mb
+ * only blocks of the request's size class qualify; when none is free, that
+ * class grows (the new block is returned, in the free tree), and only when
+ * growth fails does a block of the other class serve. `found` itself when
+ * it is not expandable. */
+struct block *expandable_pool_choose_free_block(struct gpucache_allocator *allocator,
+                                               struct block *found, size_t size);
 
 /* Unmaps the whole pages of every free block of every expandable segment,
  * after the work of each segment's stream that may still touch them is done;

@@ -127,7 +127,7 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
         return NULL;
     /* The call, across files, costs more than the test on the hot path. */
     if (found->segment->kind == SEGMENT_EXPANDABLE)
-        found = expandable_pool_prefer_fixed_blocks(found);
+        found = expandable_pool_choose_free_block(allocator, found, size);
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
     if (!oversize_rules_accept(allocator, size, found->size))

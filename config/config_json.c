@@ -156,6 +156,9 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
                  : "lowest");
         break;
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES: emit(writer, "%s", config->expandable_segments_gc_holes ? "true" : "false"); break;
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
+        emit(writer, "%llu", (unsigned long long)(config->expandable_segments_size_class / MEBIBYTE));
+        break;
     case GPUCACHE_KEY_REPORT: emit_optional_string(writer, config->report_path); break;
     case GPUCACHE_KEY_SUMMARY: emit_optional_string(writer, config->summary_path); break;
     case GPUCACHE_KEY_TRACE: emit_optional_string(writer, config->trace_path); break;

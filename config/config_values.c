@@ -199,6 +199,9 @@ int config_parse_mebibytes(struct config_parser *parser,
             return fail_value(parser, key, "large_segment_size_mb too small");
         config->large_segment_size = megabytes * MEBIBYTE;
         break;
+    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
+        config->expandable_segments_size_class = megabytes * MEBIBYTE;
+        break;
     case GPUCACHE_KEY_PINNED_RESERVE_SEGMENT_SIZE_MB:
         if (megabytes == 0)
             return fail_value(parser, key, "pinned reserve segment size is 0");

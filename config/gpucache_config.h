@@ -89,6 +89,7 @@ enum gpucache_config_key {
     GPUCACHE_KEY_MEMINFO,
     GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY,
     GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES,
+    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB,
     GPUCACHE_KEY_REPORT,
     GPUCACHE_KEY_SUMMARY,
     GPUCACHE_KEY_TRACE,
@@ -129,6 +130,9 @@ struct gpucache_config {
     enum gpucache_expandable_hole_policy expandable_segments_hole_policy;
     /* Garbage collection also unmaps idle free pages between live blocks. */
     bool expandable_segments_gc_holes;
+    /* Large-pool requests of at least this many bytes grow expandable
+     * segments of their own, apart from smaller ones; 0: one class. */
+    uint64_t expandable_segments_size_class;
     /* Output paths; empty string = not written. "stderr" is accepted for
      * report and summary. */
     char report_path[GPUCACHE_PATH_MAX];

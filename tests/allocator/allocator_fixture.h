@@ -33,9 +33,12 @@ static inline void fixture_defaults(struct fixture *f)
     f->config.expandable_segments = true;
 #endif
 #ifdef GPUCACHE_TEST_EXPANDABLE_BEYOND_PYTORCH
-    /* ... and again with the placement and collection that go beyond it. */
+    /* ... and again with the placement, size classes and collection that go
+     * beyond it. */
     f->config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
     f->config.expandable_segments_gc_holes = true;
+    /* Random large requests (1-64 MiB) fall on both sides of it. */
+    f->config.expandable_segments_size_class = (uint64_t)32 << 20;
 #endif
 }
 

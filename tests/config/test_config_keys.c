@@ -151,6 +151,9 @@ Test(config, choices)
         GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES);
     cr_assert(parse_accepted("expandable_segments_gc_holes:True").expandable_segments_gc_holes);
     cr_assert_not(parse_accepted("expandable_segments_gc_holes:False").expandable_segments_gc_holes);
+    cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:128").expandable_segments_size_class,
+                 (uint64_t)128 << 20);
+    cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:0").expandable_segments_size_class, 0);
 }
 
 Test(config, pinned_register_threads_powers_of_two_up_to_128)

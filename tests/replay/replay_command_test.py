@@ -223,6 +223,35 @@ def case_variable_shape(tool, workdir, _traces):
     return 0
 
 
+def case_size_classes(tool, workdir, _traces):
+    """expandable_segments_size_class_mb: 512 MiB tensors freed and allocated
+    again while small ones come and go (the pattern of a recorded training
+    step). In one class the small tensors settle in the freed 512 MiB slots
+    and each new 512 MiB request grows the segment; with large requests in
+    segments of their own the slots are reused whole."""
+    trace = CsvTrace()
+    big = [0x7F0000000000 + i * 0x40000000 for i in range(4)]
+    small = [0x7F8000000000 + i * 0x1000000 for i in range(8)]
+    trace.allocate(big[0], 512 * MiB).allocate(big[1], 512 * MiB)
+    for step in range(3):
+        trace.free(big[0], 512 * MiB).allocate(small[step], 8 * MiB)
+        trace.allocate(big[0], 512 * MiB)
+    path = trace.write(os.path.join(workdir, "size_classes.csv"))
+    report = replay_json(tool, path, "--conf", "expandable_segments:True",
+                         "--conf", "expandable_segments:True,expandable_segments_size_class_mb:64")
+    one_class, two_classes = report["configurations"]
+    check(one_class["completed"] and two_classes["completed"], "a configuration failed")
+    check(stat(one_class, "reserved_bytes.all.peak") >= 3 * 512 * MiB,
+          f"one class: reserved {stat(one_class, 'reserved_bytes.all.peak')}, expected a third "
+          "slot because the small tensors cut the freed one")
+    check(stat(two_classes, "reserved_bytes.all.peak") == 2 * 520 * MiB + 40 * MiB,
+          f"two classes: reserved {stat(two_classes, 'reserved_bytes.all.peak')}, expected two "
+          "slots of 26 pages and two small pages")
+    check(stat(two_classes, "allocated_bytes.all.peak") ==
+          stat(one_class, "allocated_bytes.all.peak"), "size classes changed what was allocated")
+    return 0
+
+
 def case_example_6(tool, workdir, _traces):
     """DESIGN.md section 6, example 6: a freed 2 MiB block (large pool) cannot
     serve a 0.5 MiB request (small pool), so reserved grows by a 2 MiB small
@@ -708,6 +737,7 @@ CASES = {
     "example-1": case_example_1,
     "expandable-examples": case_expandable_examples,
     "variable-shape": case_variable_shape,
+    "size-classes": case_size_classes,
     "example-6": case_example_6,
     "csv-errors": case_csv_errors,
     "csv-preexisting": case_csv_preexisting,

@@ -687,6 +687,62 @@ Test(vmm_allocator, garbage_collection_fences_busy_blocks_for_the_next_miss)
     expect_consistent();
 }
 
+/* Two 100 MiB blocks fill ten pages; the first is freed, then a 4 MiB
+ * request arrives: PyTorch's best fit cuts the freed slot, so the next
+ * 100 MiB request has to grow the segment. Returns the freed slot. */
+static uint64_t small_request_after_a_freed_large_slot(uint64_t *small)
+{
+    start();
+    uint64_t slot = allocate(100 * MiB);
+    allocate(100 * MiB);
+    release_now(slot);
+    *small = allocate(4 * MiB);
+    return slot;
+}
+
+Test(vmm_allocator, without_size_classes_a_small_request_cuts_a_large_slot)
+{
+    uint64_t small = 0;
+    uint64_t slot = small_request_after_a_freed_large_slot(&small);
+    cr_expect_eq(small, slot, "PyTorch: the freed slot is the best fit");
+    cr_expect_neq(allocate(100 * MiB), slot);
+    cr_expect_eq(reserved(), 300 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, size_classes_keep_large_slots_for_large_requests)
+{
+    config.expandable_segments_size_class = 50 * MiB;
+    uint64_t small = 0;
+    uint64_t slot = small_request_after_a_freed_large_slot(&small);
+    cr_expect_neq(small, slot, "the small request grows its own segment");
+    cr_expect_eq(reserved(), 200 * MiB + 20 * MiB);
+    cr_expect_eq(stats().num_device_alloc, 3, "two large growths and one small");
+    cr_expect_eq(allocate(100 * MiB), slot, "the freed slot is whole for the next large request");
+    cr_expect_eq(reserved(), 220 * MiB);
+    /* Small requests share the small class's pages. */
+    allocate(8 * MiB);
+    cr_expect_eq(reserved(), 220 * MiB);
+    expect_consistent();
+}
+
+/* When the small class cannot grow, a free block of the large class serves
+ * rather than an unmapping or an OOM. */
+Test(vmm_allocator, size_classes_fall_back_to_the_other_class_when_growth_fails)
+{
+    config.expandable_segments_size_class = 50 * MiB;
+    start();
+    uint64_t slot = allocate(500 * MiB);
+    allocate(500 * MiB); /* 1000 of the device's 1024 MiB mapped */
+    release_now(slot);
+    cr_expect_eq(allocate(40 * MiB), slot, "no room for two new pages: the free slot serves");
+    cr_expect_eq(reserved(), 1000 * MiB);
+    cr_expect_eq(accounting_driver_used_bytes(device), 1000 * MiB, "the failed growth left nothing");
+    cr_expect_eq(stats().num_alloc_retries, 0);
+    cr_expect_eq(stats().num_device_free, 0, "nothing was unmapped");
+    expect_consistent();
+}
+
 /* PyTorch's best fit in expandable segments judges a free block followed by
  * unmapped space by what it could grow to, so a larger free block elsewhere
  * is taken and the growable tail is kept. */
