@@ -27,6 +27,7 @@ if [[ -d $traces ]]; then
         echo "== offline replay of $(basename "$trace") (a PyTorch memory snapshot)"
         build/tools/gpucache replay --min-device \
             --conf "" --conf "expandable_segments:True" \
-            --conf "roundup_power2_divisions:4,garbage_collection_threshold:0.8" "$trace"
+            --conf "expandable_segments:True,expandable_segments_size_class_mb:64" \
+            --conf "roundup_power2_divisions:4" "$trace"
     done
 fi
