@@ -97,8 +97,7 @@ static const struct property_attribute property_attributes[] = {
     INT_FIELD(hostNumaMultinodeIpcSupported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED),
 };
 
-/* The driver handle of a runtime device ordinal, after checking the ordinal. */
-static cudaError_t device_handle(int device, CUdevice *handle)
+cudaError_t sim_runtime_device_handle(int device, CUdevice *handle)
 {
     cudaError_t status = sim_runtime_load_driver();
     if (status != cudaSuccess)
@@ -118,7 +117,7 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d
     if (prop == NULL)
         return sim_runtime_record(cudaErrorInvalidValue);
     CUdevice handle;
-    cudaError_t status = device_handle(device, &handle);
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
     if (status != cudaSuccess)
         return sim_runtime_record(status);
     const struct sim_runtime_driver *driver = &sim_runtime_driver;
@@ -158,7 +157,7 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
     if (value == NULL)
         return sim_runtime_record(cudaErrorInvalidValue);
     CUdevice handle;
-    cudaError_t status = device_handle(device, &handle);
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
     if (status != cudaSuccess)
         return sim_runtime_record(status);
     /* cudaDeviceAttr numbers each attribute as CUdevice_attribute does. */

@@ -74,6 +74,9 @@ struct sim_runtime_driver {
     PFN_cuMemAllocPitch_v3020 cuMemAllocPitch;
     PFN_cuMemAllocManaged_v6000 cuMemAllocManaged;
     PFN_cuMemFree_v3020 cuMemFree;
+    PFN_cuDeviceGetDefaultMemPool_v11020 cuDeviceGetDefaultMemPool;
+    PFN_cuDeviceGetMemPool_v11020 cuDeviceGetMemPool;
+    PFN_cuDeviceSetMemPool_v11020 cuDeviceSetMemPool;
     PFN_cuMemHostAlloc_v2020 cuMemHostAlloc;
     PFN_cuMemFreeHost_v2000 cuMemFreeHost;
     PFN_cuPointerGetAttributes_v7000 cuPointerGetAttributes;
@@ -101,6 +104,9 @@ extern struct sim_runtime_driver sim_runtime_driver;
 /* The stream-taking entry points for the given default-stream flavour. */
 const struct sim_runtime_stream_entry_points *
 sim_runtime_stream_entry_points(enum sim_runtime_default_stream default_stream);
+
+/* The driver handle of a runtime device ordinal, after checking the ordinal. */
+cudaError_t sim_runtime_device_handle(int device, CUdevice *handle);
 
 /* The runtime error a driver result becomes. */
 cudaError_t sim_runtime_error_from_driver(CUresult result);

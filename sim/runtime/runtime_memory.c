@@ -80,6 +80,36 @@ cudaError_t sim_runtime_free_async(void *pointer, cudaStream_t stream,
                             device_from_pointer(pointer), stream);
 }
 
+/* A device's memory pools: the default one, and the current one that
+ * cudaMallocAsync draws from. Queries need no context, as in NVIDIA's runtime. */
+cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+    CUdevice handle;
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceGetDefaultMemPool, (CUmemoryPool *)memPool,
+                            handle);
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
+{
+    CUdevice handle;
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceGetMemPool, (CUmemoryPool *)memPool, handle);
+}
+
+cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
+{
+    CUdevice handle;
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceSetMemPool, handle, (CUmemoryPool)memPool);
+}
+
 cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     SIM_RUNTIME_BIND_OR_RETURN();

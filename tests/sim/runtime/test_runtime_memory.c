@@ -172,3 +172,17 @@ Test(runtime_memory, freeing_an_unknown_pointer_fails_and_is_recorded)
     cr_assert_neq(cudaFree(&not_device_memory), cudaSuccess);
     cr_assert_neq(cudaGetLastError(), cudaSuccess);
 }
+
+Test(runtime_memory, a_device_reports_its_default_and_current_pools)
+{
+    cudaMemPool_t default_pool = NULL, current = NULL;
+    assert_cuda_success(cudaDeviceGetDefaultMemPool(&default_pool, 0));
+    cr_assert_not_null(default_pool);
+    assert_cuda_success(cudaDeviceGetMemPool(&current, 0));
+    cr_assert_eq(current, default_pool, "the default pool is current until one is set");
+    assert_cuda_success(cudaDeviceSetMemPool(0, default_pool));
+    assert_cuda_success(cudaDeviceGetMemPool(&current, 0));
+    cr_assert_eq(current, default_pool);
+    cr_assert_eq(cudaDeviceGetDefaultMemPool(&current, 7), cudaErrorInvalidDevice);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidDevice, "the failure is recorded");
+}
