@@ -440,21 +440,21 @@ CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address,
  * so every byte of it must be mapped with access, whichever mapping holds it. */
 bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device)
 {
-    struct sim_vmm_mapping *first = mapping_at(address);
-    if (first == NULL)
-        return false;
+    struct sim_vmm_mapping *first = NULL;
     uintptr_t cursor = address;
     size_t remaining = size;
-    do {
+    for (;;) {
         struct sim_vmm_mapping *mapping = mapping_at(cursor);
         if (mapping == NULL || mapping->access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
             return false;
+        if (first == NULL)
+            first = mapping;
         size_t available = mapping->base + mapping->size - cursor;
         if (remaining <= available)
             break;
         cursor += available;
         remaining -= available;
-    } while (remaining > 0);
+    }
     if (device != NULL)
         *device = first->physical->device;
     return true;

@@ -82,23 +82,27 @@ cudaError_t sim_runtime_free_async(void *pointer, cudaStream_t stream,
 
 /* A device's memory pools: the default one, and the current one that
  * cudaMallocAsync draws from. Queries need no context, as in NVIDIA's runtime. */
-cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+static cudaError_t get_device_pool(cudaMemPool_t *memPool, int device, bool default_pool)
 {
     CUdevice handle;
     cudaError_t status = sim_runtime_device_handle(device, &handle);
     if (status != cudaSuccess)
         return sim_runtime_record(status);
-    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceGetDefaultMemPool, (CUmemoryPool *)memPool,
-                            handle);
+    /* Read only now: the lookup of the device loads the driver table. */
+    PFN_cuDeviceGetMemPool_v11020 query = default_pool
+                                              ? sim_runtime_driver.cuDeviceGetDefaultMemPool
+                                              : sim_runtime_driver.cuDeviceGetMemPool;
+    return SIM_RUNTIME_CALL(query, (CUmemoryPool *)memPool, handle);
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+    return get_device_pool(memPool, device, true);
 }
 
 cudaError_t CUDARTAPI cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
 {
-    CUdevice handle;
-    cudaError_t status = sim_runtime_device_handle(device, &handle);
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
-    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceGetMemPool, (CUmemoryPool *)memPool, handle);
+    return get_device_pool(memPool, device, false);
 }
 
 cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
