@@ -18,6 +18,8 @@ RB_HEAD(unmapped_tree, block);
 /* What segment->expandable points to. */
 struct expandable_state {
     struct gpucache_expandable_segment *pages;
+    /* The least a growth maps (gpucache_expandable_growth_size). */
+    size_t growth_size;
     /* The segment's BLOCK_UNMAPPED blocks by address; they reuse the
      * tree_link of struct block, unused while a block is in no free tree. */
     struct unmapped_tree unmapped;
@@ -101,11 +103,11 @@ static gpucache_result create_segment(struct gpucache_allocator *allocator,
                                       enum pool_kind pool, gpucache_stream stream, size_t size,
                                       struct segment **out)
 {
-    size_t page_size = 0, reserve_size = 0;
+    size_t page_size = 0, growth_size = 0, reserve_size = 0;
     struct driver_timer timer = timer_start();
-    gpucache_result result =
-        gpucache_expandable_geometry(allocator->driver, allocator->config, allocator->device,
-                                     pool == POOL_SMALL, &page_size, &reserve_size);
+    gpucache_result result = gpucache_expandable_geometry(
+        allocator->driver, allocator->config, allocator->device, pool == POOL_SMALL, &page_size,
+        &growth_size, &reserve_size);
     timer_stop(allocator, timer);
     if (result != GPUCACHE_SUCCESS)
         return result;
@@ -128,6 +130,7 @@ static gpucache_result create_segment(struct gpucache_allocator *allocator,
     if (result != GPUCACHE_SUCCESS)
         goto fail;
     RB_INIT(&state->unmapped);
+    state->growth_size = growth_size;
     state->serves_size_class = in_size_class(allocator, pool, size);
     segment->base = state->pages->base;
     segment->size = reserve_size;
@@ -158,11 +161,14 @@ fail:
 static bool destroy_segment(struct gpucache_allocator *allocator, struct segment *segment)
 {
     struct expandable_state *state = state_of(segment);
+    /* Normally none: only handles a refused release left behind. */
+    size_t handles_left = state->pages->stats.handles;
     struct driver_timer timer = timer_start();
     gpucache_result result = gpucache_expandable_segment_destroy(state->pages);
     timer_stop(allocator, timer);
     if (result != GPUCACHE_SUCCESS)
         return false;
+    allocator->stats.num_device_free += handles_left;
     struct block *block;
     struct block *next;
     RB_FOREACH_SAFE(block, unmapped_tree, &state->unmapped, next) {
@@ -314,9 +320,13 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     size_t offset = start->address - segment->base;
     size_t newly_mapped = 0;
+    uint64_t handles_before = pages->stats.driver_maps;
+    uint64_t released_before = pages->stats.handles_released;
     struct driver_timer timer = timer_start();
     gpucache_result result = gpucache_expandable_segment_map(pages, offset, size, &newly_mapped);
     timer_stop(allocator, timer);
+    /* A map first retries handles a refused release left behind. */
+    allocator->stats.num_device_free += pages->stats.handles_released - released_before;
     if (result != GPUCACHE_SUCCESS) {
         block_store_give(allocator, spare);
         return result;
@@ -374,7 +384,8 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
     if (newly_mapped != 0) {
         stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                           (int64_t)newly_mapped);
-        allocator->stats.num_device_alloc++;
+        /* One per physical handle: a growth over holes creates several. */
+        allocator->stats.num_device_alloc += pages->stats.driver_maps - handles_before;
     }
     *out = grown;
     return GPUCACHE_SUCCESS;
@@ -540,6 +551,45 @@ static struct block *split_off_lead(struct gpucache_allocator *allocator, struct
     return grown;
 }
 
+/* The run from `start` must map at least the segment's growth size when it
+ * maps anything: one driver allocation then serves several requests, as a
+ * plain segment of large_segment_size_mb would. The slack extends the run
+ * into the unmapped range it ends in, within the memory fraction, and is
+ * left as a free block after the request. */
+static size_t growth_with_slack(struct gpucache_allocator *allocator, const struct block *start,
+                                size_t size)
+{
+    const struct segment *segment = start->segment;
+    const struct expandable_state *state = state_of(segment);
+    const struct gpucache_expandable_segment *pages = state->pages;
+    uint64_t end = start->address + size;
+    const struct block *last = start;
+    while (block_end(last) < end)
+        last = last->next;
+    if (last->state != BLOCK_UNMAPPED)
+        return size;
+    size_t new_bytes = gpucache_expandable_segment_unmapped_pages(
+                           pages, start->address - segment->base, size) *
+                       pages->page_size;
+    if (new_bytes == 0 || new_bytes >= state->growth_size)
+        return size;
+    uint64_t page_end = segment->base + (end - segment->base + pages->page_size - 1) /
+                                            pages->page_size * pages->page_size;
+    uint64_t slack_end = page_end + (state->growth_size - new_bytes);
+    if (slack_end > block_end(last))
+        slack_end = block_end(last);
+    /* Within the memory fraction, the slack shrinks to whole pages that fit. */
+    uint64_t reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    uint64_t maximum = allocator->allowed_memory_maximum;
+    if (maximum != UINT64_MAX) {
+        uint64_t room = maximum > reserved + new_bytes ? maximum - reserved - new_bytes : 0;
+        room = room / pages->page_size * pages->page_size;
+        if (slack_end - page_end > room)
+            slack_end = page_end + room;
+    }
+    return slack_end > end ? (size_t)(slack_end - start->address) : size;
+}
+
 gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out)
@@ -567,8 +617,12 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
         placement.start = RB_MIN(unmapped_tree, &state_of(created)->unmapped);
     }
     struct segment *segment = placement.start->segment;
-    gpucache_result result =
-        grow_run(allocator, placement.start, stream, placement.lead + rounded_size, out);
+    size_t exact_size = placement.lead + rounded_size;
+    size_t grow_size = growth_with_slack(allocator, placement.start, exact_size);
+    gpucache_result result = grow_run(allocator, placement.start, stream, grow_size, out);
+    /* The slack is an economy of driver calls, never a reason to fail. */
+    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY && grow_size != exact_size)
+        result = grow_run(allocator, placement.start, stream, exact_size, out);
     if (result != GPUCACHE_SUCCESS) {
         if (placement.split_unmapped)
             merge_unmapped(allocator, state_of(segment), placement.start);
@@ -584,7 +638,7 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
     return result;
 }
 
-/* Unmaps the whole pages of the free block `block`. Returns the bytes of
+/* Unmaps the whole handles inside the free block `block`. Returns the bytes of
  * physical memory released. */
 static size_t release_block_pages(struct gpucache_allocator *allocator, struct block *block)
 {
@@ -592,11 +646,12 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
     struct expandable_state *state = state_of(segment);
     struct gpucache_expandable_segment *pages = state->pages;
     size_t page_size = pages->page_size;
-    size_t offset = block->address - segment->base;
-    size_t first = (offset + page_size - 1) / page_size;
-    size_t stop = (offset + block->size) / page_size;
-    if (first >= stop)
+    size_t span_offset = 0, span_length = 0;
+    if (!gpucache_expandable_segment_releasable_span(pages, block->address - segment->base,
+                                                     block->size, &span_offset, &span_length))
         return 0;
+    size_t first = span_offset / page_size;
+    size_t stop = (span_offset + span_length) / page_size;
     struct block *middle = block_store_take(allocator);
     struct block *tail = block_store_take(allocator);
     if (middle == NULL || tail == NULL) {
@@ -607,12 +662,13 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
         return 0;
     }
     size_t released = 0;
+    uint64_t released_before = pages->stats.handles_released;
     struct driver_timer timer = timer_start();
-    gpucache_expandable_segment_unmap(pages, first * page_size, (stop - first) * page_size,
-                                      &released);
+    gpucache_expandable_segment_unmap(pages, span_offset, span_length, &released);
     timer_stop(allocator, timer);
-    /* Pages go in address order and stop at the first failure, so what was
-     * unmapped is a prefix of the range. */
+    uint64_t handles_released = pages->stats.handles_released - released_before;
+    /* Handles go in address order and stop at the first failure, so what
+     * was unmapped is a prefix of the span. */
     size_t unmapped_pages = 0;
     while (first + unmapped_pages < stop &&
            !gpucache_expandable_segment_page_mapped(pages, first + unmapped_pages))
@@ -682,7 +738,7 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
 
     stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                       -(int64_t)(hole_end - hole_start));
-    allocator->stats.num_device_free++;
+    allocator->stats.num_device_free += handles_released;
     emit_event(allocator, GPUCACHE_EVENT_SEGMENT_UNMAP, hole_start, hole_end - hole_start,
                segment->stream);
     if (middle->address == segment->base && middle->size == segment->size)
@@ -813,7 +869,7 @@ static struct block *first_busy_free_block(struct gpucache_allocator *allocator)
     return NULL;
 }
 
-static bool has_whole_page(const struct block *block)
+static bool has_whole_handle(const struct block *block)
 {
     const struct gpucache_expandable_segment *pages = state_of(block->segment)->pages;
     return gpucache_expandable_segment_releasable_bytes(
@@ -842,7 +898,7 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            count += in_expandable_segment(block) && has_whole_page(block);
+            count += in_expandable_segment(block) && has_whole_handle(block);
     }
     if (count == 0)
         return 0;
@@ -853,7 +909,7 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            if (in_expandable_segment(block) && has_whole_page(block))
+            if (in_expandable_segment(block) && has_whole_handle(block))
                 candidates[filled++] = block;
     }
     /* Releasing one free block changes only it and its unmapped neighbours
@@ -870,13 +926,13 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
  * pool (as PyTorch collects), followed by unmapped space or the
  * reservation's end (so that mapped space only shrinks from the end of a
  * run; with expandable_segments_gc_holes also between live blocks), and
- * holding a whole page. */
+ * holding a whole handle. */
 static bool collectable_when_idle(struct gpucache_allocator *allocator, const struct block *block)
 {
     bool ends_run = block->next == NULL || block->next->state == BLOCK_UNMAPPED;
     return in_expandable_segment(block) &&
            (ends_run || allocator->config->expandable_segments_gc_holes) &&
-           has_whole_page(block);
+           has_whole_handle(block);
 }
 
 /* Collection never waits for a stream. */

@@ -82,6 +82,9 @@ static const struct gpucache_config default_config = {
     .max_non_split_rounding = 20 * MEBIBYTE,
     .garbage_collection_threshold = 0.0,
     .large_segment_size = 20 * MEBIBYTE,
+    /* Tensors this large are few and long-lived; kept apart, the smaller
+     * ones never settle in the slots they free (BENCHMARKS.md). */
+    .expandable_segments_size_class = 256 * MEBIBYTE,
     .expandable_segments_reserve = {.kind = GPUCACHE_RESERVE_DEFAULT},
     .per_process_memory_fraction = 1.0,
     .backend = GPUCACHE_BACKEND_NATIVE,

@@ -436,7 +436,7 @@ CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address,
 }
 
 /* A range may span several mappings placed side by side (an expandable
- * segment maps one handle per page): the device sees one contiguous range,
+ * segment maps one handle per growth): the device sees one contiguous range,
  * so every byte of it must be mapped with access, whichever mapping holds it. */
 bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device)
 {

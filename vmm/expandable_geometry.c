@@ -11,14 +11,19 @@ static size_t round_up(size_t value, size_t multiple)
     return (value + multiple - 1) / multiple * multiple;
 }
 
-size_t gpucache_expandable_page_size(const struct gpucache_config *config, bool small_pool,
-                                     size_t granularity)
+size_t gpucache_expandable_page_size(size_t granularity)
 {
-    size_t page = small_pool ? GPUCACHE_EXPANDABLE_SMALL_PAGE_SIZE
-                             : (size_t)config->large_segment_size;
     if (granularity == 0)
-        return page;
-    return round_up(page, granularity);
+        return GPUCACHE_EXPANDABLE_SMALL_PAGE_SIZE;
+    return round_up(GPUCACHE_EXPANDABLE_SMALL_PAGE_SIZE, granularity);
+}
+
+size_t gpucache_expandable_growth_size(const struct gpucache_config *config, bool small_pool,
+                                       size_t page_size)
+{
+    if (small_pool)
+        return page_size;
+    return round_up((size_t)config->large_segment_size, page_size);
 }
 
 /* Pages needed for `bytes`, at least one and at most `limit`. */
@@ -59,7 +64,7 @@ size_t gpucache_expandable_reserve_size(const struct gpucache_reserve *reserve,
 gpucache_result gpucache_expandable_geometry(const struct gpucache_driver *driver,
                                              const struct gpucache_config *config, int device,
                                              bool small_pool, size_t *page_size,
-                                             size_t *reserve_size)
+                                             size_t *growth_size, size_t *reserve_size)
 {
     size_t granularity = 0;
     gpucache_result result = driver->page_granularity(driver->context, device, &granularity);
@@ -69,7 +74,8 @@ gpucache_result gpucache_expandable_geometry(const struct gpucache_driver *drive
     result = driver->memory_info(driver->context, device, &free_bytes, &total_bytes);
     if (result != GPUCACHE_SUCCESS)
         return result;
-    *page_size = gpucache_expandable_page_size(config, small_pool, granularity);
+    *page_size = gpucache_expandable_page_size(granularity);
+    *growth_size = gpucache_expandable_growth_size(config, small_pool, *page_size);
     *reserve_size = gpucache_expandable_reserve_size(&config->expandable_segments_reserve,
                                                      total_bytes, *page_size);
     return GPUCACHE_SUCCESS;

@@ -24,7 +24,7 @@ static size_t fewest_new_pages(const struct gpucache_expandable_segment *segment
     /* Beyond the highest page ever held everything is unmapped, so later
      * windows cannot do better than the one that first reaches there. */
     size_t last_page = (end - size) / page_size;
-    size_t held_limit = segment->handle_capacity;
+    size_t held_limit = segment->tracked_pages;
     for (;;) {
         if (count < best || (count == best && page * page_size < *offset)) {
             best = count;

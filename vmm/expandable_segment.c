@@ -1,6 +1,7 @@
-/* The page manager of one expandable segment: reserve, map and unmap pages,
- * grant access, destroy. Every driver failure leaves the page bitmaps equal
- * to what the driver really holds, so nothing leaks and a retry is safe. */
+/* The page manager of one expandable segment: reserve the address range,
+ * back runs of pages with physical handles, grant access, unmap and release
+ * whole handles, destroy. Every driver failure leaves the bitmaps equal to
+ * what the driver really holds, so nothing leaks and a retry is safe. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +19,31 @@ static bool page_held(const struct gpucache_expandable_segment *segment, size_t 
     return bit_test(segment->held, page) != 0;
 }
 
+static bool handle_starts(const struct gpucache_expandable_segment *segment, size_t page)
+{
+    return bit_test(segment->handle_start, page) != 0;
+}
+
+/* Set at a handle's first page when the driver refused to unmap it during a
+ * rollback: its pages count as unmapped, but the mapping is still there. */
+static bool stale_mapping(const struct gpucache_expandable_segment *segment, size_t first)
+{
+    return bit_test(segment->stale_mapping, first) != 0;
+}
+
 static uint64_t page_address(const struct gpucache_expandable_segment *segment, size_t page)
 {
     return segment->base + (uint64_t)page * segment->page_size;
+}
+
+static void free_tables(struct gpucache_expandable_segment *segment)
+{
+    free(segment->mapped);
+    free(segment->held);
+    free(segment->handle_start);
+    free(segment->stale_mapping);
+    free(segment->handles);
+    free(segment->handle_pages);
 }
 
 gpucache_result gpucache_expandable_segment_create(const struct gpucache_driver *driver,
@@ -44,9 +67,11 @@ gpucache_result gpucache_expandable_segment_create(const struct gpucache_driver 
     created->reserve_size = reserve_size;
     created->mapped = bit_alloc(created->page_count);
     created->held = bit_alloc(created->page_count);
-    if (created->mapped == NULL || created->held == NULL) {
-        free(created->mapped);
-        free(created->held);
+    created->handle_start = bit_alloc(created->page_count);
+    created->stale_mapping = bit_alloc(created->page_count);
+    if (created->mapped == NULL || created->held == NULL || created->handle_start == NULL ||
+        created->stale_mapping == NULL) {
+        free_tables(created);
         free(created);
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     }
@@ -56,8 +81,7 @@ gpucache_result gpucache_expandable_segment_create(const struct gpucache_driver 
     gpucache_result result =
         driver->address_reserve(driver->context, device, reserve_size, &created->base);
     if (result != GPUCACHE_SUCCESS) {
-        free(created->mapped);
-        free(created->held);
+        free_tables(created);
         free(created);
         return result;
     }
@@ -86,51 +110,31 @@ void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *seg
 {
     if (segment == NULL)
         return;
-    free(segment->mapped);
-    free(segment->held);
-    free(segment->handles);
+    free_tables(segment);
     free(segment);
 }
 
-/* Handles are stored only up to the highest page used, so a segment that
- * maps little costs little host memory whatever its reservation. */
-static bool reserve_handles(struct gpucache_expandable_segment *segment, size_t pages)
+/* Handle tables are kept only up to the highest page used, so a segment
+ * that maps little costs little host memory whatever its reservation. */
+static bool track_pages(struct gpucache_expandable_segment *segment, size_t pages)
 {
-    if (pages <= segment->handle_capacity)
+    if (pages <= segment->tracked_pages)
         return true;
-    size_t capacity = segment->handle_capacity ? segment->handle_capacity : 16;
+    size_t capacity = segment->tracked_pages ? segment->tracked_pages : 16;
     while (capacity < pages)
         capacity *= 2;
     if (capacity > segment->page_count)
         capacity = segment->page_count;
-    gpucache_page_handle *grown = reallocarray(segment->handles, capacity, sizeof *grown);
-    if (grown == NULL)
+    gpucache_page_handle *handles = reallocarray(segment->handles, capacity, sizeof *handles);
+    if (handles == NULL)
         return false;
-    segment->handles = grown;
-    segment->handle_capacity = capacity;
+    segment->handles = handles;
+    size_t *handle_pages = reallocarray(segment->handle_pages, capacity, sizeof *handle_pages);
+    if (handle_pages == NULL)
+        return false;
+    segment->handle_pages = handle_pages;
+    segment->tracked_pages = capacity;
     return true;
-}
-
-/* Undoes a partial map of pages [first, stop): pages mapped before the call
- * are untouched; pages mapped in it are unmapped; handles created in it are
- * released. `stop_mapped` says whether page stop - 1 got as far as mapped. */
-static void roll_back_map(struct gpucache_expandable_segment *segment, size_t first, size_t stop,
-                          bool stop_mapped)
-{
-    const struct gpucache_driver *driver = segment->driver;
-    for (size_t page = first; page < stop; page++) {
-        if (page_mapped(segment, page))
-            continue;
-        bool was_mapped = page + 1 < stop || stop_mapped;
-        if (was_mapped) {
-            driver->page_unmap(driver->context, segment->device, page_address(segment, page),
-                               segment->page_size);
-            segment->stats.driver_page_unmaps++;
-        }
-        if (!page_held(segment, page))
-            driver->page_release(driver->context, segment->device, segment->handles[page]);
-    }
-    segment->stats.rolled_back_maps++;
 }
 
 static void page_range(const struct gpucache_expandable_segment *segment, size_t offset,
@@ -146,6 +150,14 @@ static bool range_valid(const struct gpucache_expandable_segment *segment, size_
     return offset <= segment->reserve_size && length <= segment->reserve_size - offset;
 }
 
+/* The first page of the handle holding `page` (which must be held). */
+static size_t handle_first_page(const struct gpucache_expandable_segment *segment, size_t page)
+{
+    while (!handle_starts(segment, page))
+        page--;
+    return page;
+}
+
 static gpucache_result grant_access(struct gpucache_expandable_segment *segment, size_t first,
                                     size_t stop)
 {
@@ -154,6 +166,124 @@ static gpucache_result grant_access(struct gpucache_expandable_segment *segment,
     return driver->set_access(driver->context, segment->device, page_address(segment, first),
                               (stop - first) * segment->page_size, segment->peers,
                               segment->peer_count);
+}
+
+/* Gives back the handle starting at `first`, whose pages count as unmapped:
+ * its leftover mapping first (if a rollback could not remove it), then the
+ * handle itself. */
+static gpucache_result retire_handle(struct gpucache_expandable_segment *segment, size_t first,
+                                     size_t *released)
+{
+    const struct gpucache_driver *driver = segment->driver;
+    size_t pages = segment->handle_pages[first];
+    if (stale_mapping(segment, first)) {
+        segment->stats.driver_unmaps++;
+        gpucache_result result = driver->page_unmap(
+            driver->context, segment->device, page_address(segment, first),
+            pages * segment->page_size);
+        if (result != GPUCACHE_SUCCESS)
+            return result;
+        bit_clear(segment->stale_mapping, first);
+    }
+    gpucache_result result =
+        driver->page_release(driver->context, segment->device, segment->handles[first]);
+    if (result != GPUCACHE_SUCCESS)
+        return result;
+    bit_nclear(segment->held, first, first + pages - 1);
+    bit_clear(segment->handle_start, first);
+    segment->stats.unreleased_handles--;
+    segment->stats.handles--;
+    segment->stats.handles_released++;
+    if (released != NULL)
+        *released += pages * segment->page_size;
+    return GPUCACHE_SUCCESS;
+}
+
+/* Records a handle of pages [first, first + pages) that a failed map could
+ * not give back (the driver refused the unmap or the release): it stays
+ * held, its pages unmapped, and the next map or unmap over it or destroy
+ * retries, so no handle is ever forgotten. */
+static void keep_failed_handle(struct gpucache_expandable_segment *segment, size_t first,
+                               size_t pages, gpucache_page_handle handle, bool still_mapped)
+{
+    segment->handles[first] = handle;
+    segment->handle_pages[first] = pages;
+    bit_nset(segment->held, first, first + pages - 1);
+    bit_set(segment->handle_start, first);
+    if (still_mapped)
+        bit_set(segment->stale_mapping, first);
+    segment->stats.handles++;
+    segment->stats.unreleased_handles++;
+}
+
+/* A handle the driver refused to release earlier and that overlaps
+ * [first, stop) is released now: new handles cannot be mapped over it, and
+ * one reaching outside the range could not be mapped again as a whole. */
+static gpucache_result release_stale_handles(struct gpucache_expandable_segment *segment,
+                                             size_t first, size_t stop)
+{
+    if (segment->stats.unreleased_handles == 0)
+        return GPUCACHE_SUCCESS;
+    size_t limit = stop < segment->tracked_pages ? stop : segment->tracked_pages;
+    for (size_t page = first; page < limit; page++) {
+        if (page_mapped(segment, page) || !page_held(segment, page))
+            continue;
+        size_t start = handle_first_page(segment, page);
+        gpucache_result result = retire_handle(segment, start, NULL);
+        if (result != GPUCACHE_SUCCESS)
+            return result;
+    }
+    return GPUCACHE_SUCCESS;
+}
+
+/* Pages [first, stop) are a run of unmapped pages: one handle for all of
+ * them, mapped in one call. Recorded in the tables only by the caller. */
+static gpucache_result map_run(struct gpucache_expandable_segment *segment, size_t first,
+                               size_t stop)
+{
+    const struct gpucache_driver *driver = segment->driver;
+    size_t bytes = (stop - first) * segment->page_size;
+    gpucache_page_handle handle;
+    gpucache_result result = driver->page_create(driver->context, segment->device, bytes,
+                                                 &handle);
+    if (result != GPUCACHE_SUCCESS)
+        return result;
+    result = driver->page_map(driver->context, segment->device, page_address(segment, first),
+                              bytes, handle);
+    if (result != GPUCACHE_SUCCESS) {
+        if (driver->page_release(driver->context, segment->device, handle) != GPUCACHE_SUCCESS)
+            keep_failed_handle(segment, first, stop - first, handle, false);
+        return result;
+    }
+    segment->stats.driver_maps++;
+    segment->handles[first] = handle;
+    segment->handle_pages[first] = stop - first;
+    return GPUCACHE_SUCCESS;
+}
+
+/* Undoes the runs mapped by a failed map call: each run in [first, stop)
+ * whose pages are not yet marked mapped, up to `undo_stop`. */
+static void roll_back_runs(struct gpucache_expandable_segment *segment, size_t first,
+                           size_t undo_stop)
+{
+    const struct gpucache_driver *driver = segment->driver;
+    for (size_t page = first; page < undo_stop;) {
+        if (page_mapped(segment, page)) {
+            page++;
+            continue;
+        }
+        size_t pages = segment->handle_pages[page];
+        gpucache_page_handle handle = segment->handles[page];
+        segment->stats.driver_unmaps++;
+        if (driver->page_unmap(driver->context, segment->device, page_address(segment, page),
+                               pages * segment->page_size) != GPUCACHE_SUCCESS)
+            keep_failed_handle(segment, page, pages, handle, true);
+        else if (driver->page_release(driver->context, segment->device, handle) !=
+                 GPUCACHE_SUCCESS)
+            keep_failed_handle(segment, page, pages, handle, false);
+        page += pages;
+    }
+    segment->stats.rolled_back_maps++;
 }
 
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
@@ -168,55 +298,60 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         return GPUCACHE_SUCCESS;
     size_t first, stop;
     page_range(segment, offset, length, &first, &stop);
-    if (!reserve_handles(segment, stop))
+    if (!track_pages(segment, stop))
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
+    gpucache_result result = release_stale_handles(segment, first, stop);
+    if (result != GPUCACHE_SUCCESS)
+        return result;
 
     /* New state is committed to the bitmaps only at the end, so a failure
      * can tell what this call created from what was there before. */
-    const struct gpucache_driver *driver = segment->driver;
-    size_t first_new = SIZE_MAX, last_new = 0;
-    for (size_t page = first; page < stop; page++) {
-        if (page_mapped(segment, page))
+    size_t first_new = SIZE_MAX, stop_new = 0;
+    for (size_t page = first; page < stop;) {
+        if (page_mapped(segment, page)) {
+            page++;
             continue;
-        gpucache_result result = GPUCACHE_SUCCESS;
-        if (!page_held(segment, page))
-            result = driver->page_create(driver->context, segment->device, segment->page_size,
-                                         &segment->handles[page]);
-        if (result != GPUCACHE_SUCCESS) {
-            roll_back_map(segment, first, page, true);
-            return result;
         }
-        segment->stats.driver_page_maps++;
-        result = driver->page_map(driver->context, segment->device, page_address(segment, page),
-                                  segment->page_size, segment->handles[page]);
+        size_t run_stop = page + 1;
+        while (run_stop < stop && !page_mapped(segment, run_stop))
+            run_stop++;
+        result = map_run(segment, page, run_stop);
         if (result != GPUCACHE_SUCCESS) {
-            roll_back_map(segment, first, page + 1, false);
+            if (first_new != SIZE_MAX)
+                roll_back_runs(segment, first_new, page);
+            else
+                segment->stats.rolled_back_maps++;
             return result;
         }
         if (first_new == SIZE_MAX)
             first_new = page;
-        last_new = page;
+        stop_new = run_stop;
+        page = run_stop;
     }
     if (first_new == SIZE_MAX)
         return GPUCACHE_SUCCESS;
 
-    /* One call over the span of new pages: any old page inside it is already
+    /* One call over the span of new runs: any old page inside it is already
      * accessible, and granting again is harmless and cheaper than a call per
-     * run of new pages. */
-    gpucache_result result = grant_access(segment, first_new, last_new + 1);
+     * run. */
+    result = grant_access(segment, first_new, stop_new);
     if (result != GPUCACHE_SUCCESS) {
-        roll_back_map(segment, first, stop, true);
+        roll_back_runs(segment, first_new, stop_new);
         return result;
     }
     size_t mapped_now = 0;
-    for (size_t page = first_new; page <= last_new; page++) {
-        if (page_mapped(segment, page))
+    for (size_t page = first_new; page < stop_new;) {
+        if (page_mapped(segment, page)) {
+            page++;
             continue;
-        if (page_held(segment, page))
-            segment->stats.unreleased_pages--;
-        bit_set(segment->mapped, page);
-        bit_set(segment->held, page);
-        mapped_now++;
+        }
+        size_t pages = segment->handle_pages[page];
+        bit_nset(segment->mapped, page, page + pages - 1);
+        bit_nset(segment->held, page, page + pages - 1);
+        bit_set(segment->handle_start, page);
+        segment->stats.handles++;
+        mapped_now += pages;
+        page += pages;
     }
     struct gpucache_expandable_segment_stats *stats = &segment->stats;
     stats->mapped_pages += mapped_now;
@@ -229,6 +364,34 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
     return GPUCACHE_SUCCESS;
 }
 
+/* The first handle starting at or after `page` and below `stop`, or `stop`. */
+static size_t next_handle_start(const struct gpucache_expandable_segment *segment, size_t page,
+                                size_t stop)
+{
+    while (page < stop && !handle_starts(segment, page))
+        page++;
+    return page;
+}
+
+/* Whole handles inside [offset, offset + length), as the pages
+ * [*first, *stop) from the first such handle to the end of the last. */
+static void whole_handle_pages(const struct gpucache_expandable_segment *segment, size_t offset,
+                               size_t length, size_t *first, size_t *stop)
+{
+    size_t page_size = segment->page_size;
+    size_t limit = (offset + length) / page_size;
+    if (limit > segment->tracked_pages) /* no page beyond was ever held */
+        limit = segment->tracked_pages;
+    size_t page = next_handle_start(segment, (offset + page_size - 1) / page_size, limit);
+    *first = page;
+    *stop = page;
+    while (page < limit && page + segment->handle_pages[page] <= limit) {
+        page += segment->handle_pages[page];
+        *stop = page;
+        page = next_handle_start(segment, page, limit);
+    }
+}
+
 gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_segment *segment,
                                                   size_t offset, size_t length,
                                                   size_t *released)
@@ -237,38 +400,31 @@ gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_seg
         *released = 0;
     if (!range_valid(segment, offset, length))
         return GPUCACHE_ERROR_INVALID_VALUE;
-    size_t page_size = segment->page_size;
-    size_t first = (offset + page_size - 1) / page_size;
-    size_t stop = (offset + length) / page_size;
-    if (stop > segment->handle_capacity) /* no page beyond was ever held */
-        stop = segment->handle_capacity;
+    size_t first, stop;
+    whole_handle_pages(segment, offset, length, &first, &stop);
     const struct gpucache_driver *driver = segment->driver;
     struct gpucache_expandable_segment_stats *stats = &segment->stats;
     bool unmapped_any = false;
     gpucache_result result = GPUCACHE_SUCCESS;
-    for (size_t page = first; page < stop; page++) {
+    for (size_t page = next_handle_start(segment, first, stop); page < stop;
+         page = next_handle_start(segment, page, stop)) {
+        size_t pages = segment->handle_pages[page];
         if (page_mapped(segment, page)) {
-            stats->driver_page_unmaps++;
+            stats->driver_unmaps++;
             result = driver->page_unmap(driver->context, segment->device,
-                                        page_address(segment, page), page_size);
+                                        page_address(segment, page), pages * segment->page_size);
             if (result != GPUCACHE_SUCCESS)
                 break;
-            bit_clear(segment->mapped, page);
-            stats->mapped_pages--;
-            stats->mapped_bytes -= page_size;
-            stats->unreleased_pages++;
+            bit_nclear(segment->mapped, page, page + pages - 1);
+            stats->mapped_pages -= pages;
+            stats->mapped_bytes -= pages * segment->page_size;
+            stats->unreleased_handles++;
             unmapped_any = true;
         }
-        if (page_held(segment, page)) {
-            result = driver->page_release(driver->context, segment->device,
-                                          segment->handles[page]);
-            if (result != GPUCACHE_SUCCESS)
-                break;
-            bit_clear(segment->held, page);
-            stats->unreleased_pages--;
-            if (released != NULL)
-                *released += page_size;
-        }
+        result = retire_handle(segment, page, released);
+        if (result != GPUCACHE_SUCCESS)
+            break;
+        page += pages;
     }
     if (unmapped_any)
         stats->unmap_operations++;
@@ -315,10 +471,26 @@ size_t gpucache_expandable_segment_releasable_bytes(
 {
     if (!range_valid(segment, offset, length))
         return 0;
-    size_t page_size = segment->page_size;
-    size_t first = (offset + page_size - 1) / page_size;
-    size_t stop = (offset + length) / page_size;
-    return first < stop ? count_mapped(segment, first, stop) * page_size : 0;
+    size_t first, stop;
+    whole_handle_pages(segment, offset, length, &first, &stop);
+    return first < stop ? count_mapped(segment, first, stop) * segment->page_size : 0;
+}
+
+bool gpucache_expandable_segment_releasable_span(
+    const struct gpucache_expandable_segment *segment, size_t offset, size_t length,
+    size_t *span_offset, size_t *span_length)
+{
+    *span_offset = 0;
+    *span_length = 0;
+    if (!range_valid(segment, offset, length))
+        return false;
+    size_t first, stop;
+    whole_handle_pages(segment, offset, length, &first, &stop);
+    if (first >= stop)
+        return false;
+    *span_offset = first * segment->page_size;
+    *span_length = (stop - first) * segment->page_size;
+    return true;
 }
 
 bool gpucache_expandable_segment_contains(const struct gpucache_expandable_segment *segment,
@@ -339,8 +511,8 @@ gpucache_result gpucache_expandable_segment_add_peer(struct gpucache_expandable_
         return GPUCACHE_ERROR_INVALID_VALUE;
     segment->peers[segment->peer_count++] = peer;
     /* The driver wants mapped ranges, so access is granted run by run. Only
-     * pages below handle_capacity can ever have been mapped. */
-    size_t limit = segment->handle_capacity;
+     * tracked pages can ever have been mapped. */
+    size_t limit = segment->tracked_pages;
     for (size_t page = 0; page < limit;) {
         if (!page_mapped(segment, page)) {
             page++;

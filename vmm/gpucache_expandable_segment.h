@@ -1,7 +1,11 @@
 /* Expandable segments: one virtual address reservation per (device, pool,
  * stream) whose pages are backed by physical memory on demand, through the
- * VMM calls of the driver interface. This layer only knows pages; which bytes
- * hold blocks is the allocator's business. Not thread-safe: the allocator's
+ * VMM calls of the driver interface. Pages (the driver's granularity,
+ * normally 2 MiB) are the unit of mapping; each map call backs every run of
+ * unmapped pages it covers with one physical handle, mapped in one driver
+ * call, and a handle is unmapped and released only as a whole. This layer
+ * only knows pages and handles; which bytes hold blocks, and how much to map
+ * at a time, is the allocator's business. Not thread-safe: the allocator's
  * per-device lock covers every call. */
 #ifndef GPUCACHE_EXPANDABLE_SEGMENT_H
 #define GPUCACHE_EXPANDABLE_SEGMENT_H
@@ -15,8 +19,8 @@
 struct gpucache_config;
 struct gpucache_reserve;
 
-/* The page size of the small pool before rounding to the driver's
- * granularity (PyTorch's kSmallBuffer). */
+/* The page size before rounding to the driver's granularity, and the
+ * smallest growth of a small-pool segment (PyTorch's kSmallBuffer). */
 #define GPUCACHE_EXPANDABLE_SMALL_PAGE_SIZE ((size_t)2 << 20)
 
 /* Most peers a segment grants access to (peers are other devices). */
@@ -26,19 +30,25 @@ struct gpucache_expandable_segment_stats {
     size_t mapped_bytes;
     size_t mapped_pages;
     size_t peak_mapped_bytes;
-    /* Pages unmapped whose handle the driver refused to release; they are
-     * retried by the next unmap of their range and by destroy. */
-    size_t unreleased_pages;
+    size_t handles; /* physical handles held, mapped or not */
+    /* Handles whose pages count as unmapped but that the driver refused to
+     * release (or, in a rollback, to unmap); they are retried by the next
+     * unmap or map over their pages and by destroy. */
+    size_t unreleased_handles;
     uint64_t map_operations;   /* calls of ..._map that mapped a page */
     uint64_t unmap_operations; /* calls of ..._unmap that unmapped a page */
     uint64_t rolled_back_maps; /* calls of ..._map undone by a failure */
-    uint64_t driver_page_maps;
-    uint64_t driver_page_unmaps;
+    uint64_t driver_maps;      /* handles created and mapped */
+    uint64_t handles_released; /* handles given back to the driver */
+    uint64_t driver_unmaps;
     uint64_t driver_set_access;
 };
 
-/* Fields are read-only outside vmm/. Per page it keeps two bits (mapped,
- * handle held) and, up to the highest page ever held, one handle. */
+/* Fields are read-only outside vmm/. Per page it keeps four bits (mapped,
+ * held by a handle, first page of a handle, mapping left by a failed
+ * rollback) and, up to the highest page
+ * ever used, the handle and its length in pages at each handle's first
+ * page. */
 struct gpucache_expandable_segment {
     const struct gpucache_driver *driver;
     int device;
@@ -47,19 +57,28 @@ struct gpucache_expandable_segment {
     size_t page_size;    /* multiple of the driver's granularity */
     size_t page_count;   /* reservation = page_count * page_size */
     size_t reserve_size;
-    unsigned char *mapped;      /* bit per page: mapped and accessible */
-    unsigned char *held;        /* bit per page: a physical handle exists */
-    gpucache_page_handle *handles; /* valid where `held` is set */
-    size_t handle_capacity;
+    unsigned char *mapped;       /* bit per page: mapped and accessible */
+    unsigned char *held;         /* bit per page: a physical handle backs it */
+    unsigned char *handle_start; /* bit per page: a handle begins here */
+    /* bit per page, at a handle's first page: the handle's pages count as
+     * unmapped but the driver refused to unmap it during a rollback */
+    unsigned char *stale_mapping;
+    gpucache_page_handle *handles; /* valid where `handle_start` is set */
+    size_t *handle_pages;          /* valid where `handle_start` is set */
+    size_t tracked_pages;          /* length of the two arrays above */
     int peers[GPUCACHE_EXPANDABLE_MAX_PEERS];
     size_t peer_count;
     struct gpucache_expandable_segment_stats stats;
 };
 
-/* Page size for the small pool (2 MiB) or the large pool
- * (config->large_segment_size), rounded up to `granularity`. */
-size_t gpucache_expandable_page_size(const struct gpucache_config *config, bool small_pool,
-                                     size_t granularity);
+/* Page size of both pools: 2 MiB rounded up to `granularity`. */
+size_t gpucache_expandable_page_size(size_t granularity);
+
+/* The least a segment maps when it grows: one page for the small pool,
+ * config->large_segment_size rounded up to whole pages for the large pool,
+ * so a growth costs no more driver allocations than a plain segment. */
+size_t gpucache_expandable_growth_size(const struct gpucache_config *config, bool small_pool,
+                                       size_t page_size);
 
 /* Reservation size for a device of `total_memory` bytes: 9/8 of it by
  * default, or what `reserve` asks for (fraction of total_memory, or bytes),
@@ -68,11 +87,12 @@ size_t gpucache_expandable_reserve_size(const struct gpucache_reserve *reserve,
                                         size_t total_memory, size_t page_size);
 
 /* Asks the driver for granularity and total memory of `device` and computes
- * the page and reservation sizes of a segment of the given pool. */
+ * the page, least-growth and reservation sizes of a segment of the given
+ * pool. */
 gpucache_result gpucache_expandable_geometry(const struct gpucache_driver *driver,
                                              const struct gpucache_config *config, int device,
                                              bool small_pool, size_t *page_size,
-                                             size_t *reserve_size);
+                                             size_t *growth_size, size_t *reserve_size);
 
 /* True when a request of `size` bytes can fit one segment of `reserve_size`. */
 bool gpucache_expandable_fits(size_t reserve_size, size_t size);
@@ -102,16 +122,19 @@ gpucache_result gpucache_expandable_segment_destroy(struct gpucache_expandable_s
 void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *segment);
 
 /* Backs every page touched by [offset, offset + length) with physical
- * memory and grants access. Either all those pages end up mapped, or (on a
- * failure) every page this call created is released again and the segment is
- * exactly as before. *newly_mapped (may be NULL) gets the bytes mapped. */
+ * memory (one handle per run of unmapped pages) and grants access. Either
+ * all those pages end up mapped, or (on a failure) every handle this call
+ * created is released again and the segment is as before. A handle left
+ * unmapped by a refused release and overlapping the range is released
+ * first. *newly_mapped (may be NULL) gets the bytes mapped. */
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
                                                 size_t offset, size_t length,
                                                 size_t *newly_mapped);
 
-/* Unmaps and releases the pages lying wholly inside [offset, offset +
- * length); partial pages at either end stay. *released (may be NULL) gets
- * the bytes whose physical memory went back to the driver. */
+/* Unmaps and releases the handles lying wholly inside [offset, offset +
+ * length), in address order, stopping at the first failure; a handle
+ * reaching outside the range stays. *released (may be NULL) gets the bytes
+ * whose physical memory went back to the driver. */
 gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_segment *segment,
                                                   size_t offset, size_t length,
                                                   size_t *released);
@@ -125,10 +148,18 @@ bool gpucache_expandable_segment_page_mapped(const struct gpucache_expandable_se
 size_t gpucache_expandable_segment_unmapped_pages(
     const struct gpucache_expandable_segment *segment, size_t offset, size_t length);
 
-/* Bytes of [offset, offset + length) that lie in wholly covered pages which
- * are mapped: what an unmap of that range would give back. */
+/* Bytes of [offset, offset + length) that lie in wholly covered handles
+ * which are mapped: what an unmap of that range would give back. */
 size_t gpucache_expandable_segment_releasable_bytes(
     const struct gpucache_expandable_segment *segment, size_t offset, size_t length);
+
+/* The range from the first handle lying wholly inside [offset, offset +
+ * length) to the end of the last, as an offset and a length; false (and
+ * zeros) when there is none. Inside a mapped range it is what an unmap of
+ * [offset, offset + length) would unmap. */
+bool gpucache_expandable_segment_releasable_span(
+    const struct gpucache_expandable_segment *segment, size_t offset, size_t length,
+    size_t *span_offset, size_t *span_length);
 
 /* True when `address` lies inside the reservation. */
 bool gpucache_expandable_segment_contains(const struct gpucache_expandable_segment *segment,

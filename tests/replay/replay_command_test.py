@@ -143,9 +143,10 @@ def expandable_run(tool, workdir, name, trace):
 
 def case_expandable_examples(tool, workdir, _traces):
     """DESIGN.md section 6, examples 2-5, through `gpucache replay` with
-    expandable_segments:True (20 MiB pages)."""
+    expandable_segments:True (growths of at least 20 MiB, as the 20 MiB pages
+    of the examples)."""
     base = 0x7F0000000000
-    # 2: alloc 16 maps one page; a second 16 maps the next page and the free
+    # 2: alloc 16 maps 20 MiB; a second 16 maps the next 20 MiB and the free
     # 4 + 20 merge: [16 | 16 | 8 free], reserved 40.
     trace = CsvTrace().allocate(base, 16 * MiB).allocate(base + (1 << 32), 16 * MiB)
     configuration, blocks = expandable_run(tool, workdir, "example_2", trace)
@@ -155,11 +156,12 @@ def case_expandable_examples(tool, workdir, _traces):
                      (32 * MiB, 8 * MiB, "inactive")],
           f"example 2: blocks {blocks}, expected [16 | 16 | 8 free]")
     check(stat(configuration, "num_device_alloc") == 2, "example 2: expected two maps")
-    # Granularity and device size, the reservation, then per page a create,
-    # a map and an access grant.
+    # Granularity and device size, the reservation, then per growth one
+    # handle: a create, a map and an access grant.
     check(configuration["driver_calls"] == 2 + 1 + 2 * 3,
           f"example 2: {configuration['driver_calls']} driver calls, expected 9")
-    # 3: 8 x 16 (7 pages), free all, 4 x 32: no new physical pages.
+    # 3: 8 x 16 (7 growths of 20 MiB), free all, 4 x 32: no new physical
+    # memory.
     trace = CsvTrace()
     for index in range(8):
         trace.allocate(base + index * 16 * MiB, 16 * MiB)
@@ -228,7 +230,8 @@ def case_size_classes(tool, workdir, _traces):
     again while small ones come and go (the pattern of a recorded training
     step). In one class the small tensors settle in the freed 512 MiB slots
     and each new 512 MiB request grows the segment; with large requests in
-    segments of their own the slots are reused whole."""
+    segments of their own (the default, 256 MiB and up) the slots are reused
+    whole."""
     trace = CsvTrace()
     big = [0x7F0000000000 + i * 0x40000000 for i in range(4)]
     small = [0x7F8000000000 + i * 0x1000000 for i in range(8)]
@@ -237,16 +240,21 @@ def case_size_classes(tool, workdir, _traces):
         trace.free(big[0], 512 * MiB).allocate(small[step], 8 * MiB)
         trace.allocate(big[0], 512 * MiB)
     path = trace.write(os.path.join(workdir, "size_classes.csv"))
-    report = replay_json(tool, path, "--conf", "expandable_segments:True",
+    report = replay_json(tool, path,
+                         "--conf", "expandable_segments:True,expandable_segments_size_class_mb:0",
+                         "--conf", "expandable_segments:True",
                          "--conf", "expandable_segments:True,expandable_segments_size_class_mb:64")
-    one_class, two_classes = report["configurations"]
-    check(one_class["completed"] and two_classes["completed"], "a configuration failed")
+    one_class, two_classes, threshold_64 = report["configurations"]
+    check(one_class["completed"] and two_classes["completed"] and threshold_64["completed"],
+          "a configuration failed")
     check(stat(one_class, "reserved_bytes.all.peak") >= 3 * 512 * MiB,
           f"one class: reserved {stat(one_class, 'reserved_bytes.all.peak')}, expected a third "
           "slot because the small tensors cut the freed one")
-    check(stat(two_classes, "reserved_bytes.all.peak") == 2 * 520 * MiB + 40 * MiB,
-          f"two classes: reserved {stat(two_classes, 'reserved_bytes.all.peak')}, expected two "
-          "slots of 26 pages and two small pages")
+    # Three 8 MiB tensors stay live: two growths of large_segment_size_mb.
+    for name, result in (("default", two_classes), ("64 MiB", threshold_64)):
+        check(stat(result, "reserved_bytes.all.peak") == 2 * 512 * MiB + 40 * MiB,
+              f"two classes ({name}): reserved {stat(result, 'reserved_bytes.all.peak')}, "
+              "expected two 512 MiB slots and two growths of 20 MiB")
     check(stat(two_classes, "allocated_bytes.all.peak") ==
           stat(one_class, "allocated_bytes.all.peak"), "size classes changed what was allocated")
     return 0

@@ -302,7 +302,7 @@ Test(vmm, granularity_comes_from_the_environment, .init = small_pages)
     EXPECT_OK(cuMemAddressFree(base, 1 << 20));
 }
 
-/* An expandable segment maps one handle per page side by side; copies and
+/* An expandable segment maps one handle per growth side by side; copies and
  * memsets that cross from one mapping into the next must work as on a GPU,
  * and one that reaches an unmapped page must still be refused. */
 Test(vmm, copies_cross_adjacent_mappings)

@@ -1,6 +1,12 @@
 /* Expandable segments through the allocator's public API, on the
  * accounting driver: DESIGN.md §6 examples 2-5, unmapping, the OOM retry
- * chain, the reservation limit, max_split_size and inactive-split stats. */
+ * chain, the reservation limit, max_split_size and inactive-split stats.
+ *
+ * The device has 2 MiB granularity, so pages are 2 MiB; a large-pool growth
+ * maps at least large_segment_size (20 MiB), the slack beyond the request
+ * staying a free block, and each run of new pages is one physical handle
+ * (one page_create). So the figures below count growths of 20 MiB or more
+ * where PyTorch's would count 20 MiB pages, and come out the same. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <limits.h>
@@ -23,6 +29,9 @@ static void prepare(void)
     cr_assert_not_null(device);
     gpucache_config_defaults(&config);
     config.expandable_segments = true;
+    /* PyTorch's single class, whatever the default; the tests of size
+     * classes set their own threshold. */
+    config.expandable_segments_size_class = 0;
 }
 
 /* After the test has adjusted `config`. */
@@ -45,7 +54,7 @@ static void finish(void)
         gpucache_allocator_destroy(allocator);
         allocator = NULL;
     }
-    /* Physical pages count as used from creation to release. */
+    /* Physical handles count as used from creation to release. */
     cr_expect_eq(accounting_driver_used_bytes(device), 0, "device memory or a handle leaked");
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE),
                  accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), "reservation leaked");
@@ -93,25 +102,26 @@ static int64_t reserved(void)
     return stats().reserved_bytes[GPUCACHE_STAT_ALL].current;
 }
 
-static unsigned long pages_created(void)
+/* Physical handles created: one per run of pages a growth maps. */
+static unsigned long handles_created(void)
 {
     return accounting_driver_calls(device, ACCOUNTING_PAGE_CREATE);
 }
 
-Test(vmm_allocator, example2_second_page_is_adjacent_and_free_space_merges)
+Test(vmm_allocator, example2_second_growth_is_adjacent_and_free_space_merges)
 {
     start();
     uint64_t first = allocate(16 * MiB);
-    cr_expect_eq(reserved(), 20 * MiB, "one 20 MiB page: [16 used | 4 free]");
+    cr_expect_eq(reserved(), 20 * MiB, "one 20 MiB growth: [16 used | 4 free]");
     uint64_t second = allocate(16 * MiB);
-    cr_expect_eq(second, first + 16 * MiB, "the second page is adjacent to the first");
+    cr_expect_eq(second, first + 16 * MiB, "the second growth is adjacent to the first");
     cr_expect_eq(reserved(), 40 * MiB);
-    cr_expect_eq(pages_created(), 2);
+    cr_expect_eq(handles_created(), 2);
     /* The free 4 + 20 merged: [16 | 16 | 8 free] serves 8 MiB in place. */
     uint64_t third = allocate(8 * MiB);
     cr_expect_eq(third, second + 16 * MiB);
     cr_expect_eq(reserved(), 40 * MiB);
-    cr_expect_eq(pages_created(), 2);
+    cr_expect_eq(handles_created(), 2);
     expect_consistent();
 }
 
@@ -121,13 +131,13 @@ Test(vmm_allocator, example3_larger_blocks_reuse_the_pages_of_smaller_ones)
     uint64_t blocks[8];
     for (int i = 0; i < 8; i++)
         blocks[i] = allocate(16 * MiB);
-    cr_expect_eq(reserved(), 140 * MiB, "128 MiB in 7 pages of 20 MiB");
-    unsigned long created = pages_created();
+    cr_expect_eq(reserved(), 140 * MiB, "128 MiB in 7 growths of 20 MiB");
+    unsigned long created = handles_created();
     for (int i = 0; i < 8; i++)
         release(blocks[i]);
     for (int i = 0; i < 4; i++)
         blocks[i] = allocate(32 * MiB);
-    cr_expect_eq(pages_created(), created, "no new physical pages");
+    cr_expect_eq(handles_created(), created, "no new physical memory");
     cr_expect_eq(reserved(), 140 * MiB);
     expect_consistent();
 }
@@ -143,8 +153,8 @@ Test(vmm_allocator, example4_growth_lands_at_the_end_of_the_segment)
     release(blocks[2]);
     uint64_t grown = allocate(32 * MiB);
     cr_expect_eq(grown, blocks[3] + 16 * MiB, "after the last block, over the free tail");
-    cr_expect_eq(reserved(), 100 * MiB, "one new page at the end");
-    cr_expect_eq(pages_created(), 5);
+    cr_expect_eq(reserved(), 100 * MiB, "one new growth of 20 MiB at the end");
+    cr_expect_eq(handles_created(), 5);
     expect_consistent();
 }
 
@@ -175,13 +185,15 @@ Test(vmm_allocator, empty_cache_returns_pages_and_the_reservation)
     cr_expect_eq(accounting_driver_used_bytes(device), 0, "the device got its memory back");
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_RELEASE), 7);
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_FREE), 1,
-                 "a segment with no page left gives its address range back");
+                 "a segment with nothing mapped gives its address range back");
     expect_consistent();
     allocate(16 * MiB);
     cr_expect_eq(reserved(), 20 * MiB, "a fresh segment afterwards");
 }
 
-Test(vmm_allocator, only_wholly_free_pages_are_unmapped)
+/* Each 20 MiB block is one growth, so one handle; a handle goes back only
+ * when a free block holds all of it. */
+Test(vmm_allocator, only_wholly_free_handles_are_unmapped)
 {
     start();
     uint64_t blocks[5];
@@ -189,16 +201,17 @@ Test(vmm_allocator, only_wholly_free_pages_are_unmapped)
         blocks[i] = allocate(20 * MiB);
     release_now(blocks[1]);
     release_now(blocks[2]);
-    uint64_t partial = allocate(30 * MiB); /* pages 1 and half of 2 */
+    uint64_t partial = allocate(30 * MiB); /* handle 1 and half of handle 2 */
     cr_expect_eq(partial, blocks[1]);
-    release_now(blocks[3]); /* [50, 60) of page 2 free, page 3 free */
+    release_now(blocks[3]); /* [50, 60) of handle 2 free, handle 3 free */
     gpucache_allocator_empty_cache(allocator);
-    cr_expect_eq(reserved(), 80 * MiB, "only page 3 was wholly free");
+    cr_expect_eq(reserved(), 80 * MiB, "only handle 3 was wholly free");
     cr_expect_eq(accounting_driver_used_bytes(device), 80 * MiB);
     expect_consistent();
     /* The hole is mapped again when a request needs it. */
     uint64_t again = allocate(25 * MiB);
-    cr_expect_eq(again, blocks[1] + 30 * MiB, "the lowest run: the free half page and the hole");
+    cr_expect_eq(again, blocks[1] + 30 * MiB,
+                 "the lowest run: the free half of handle 2 and the hole");
     cr_expect_eq(reserved(), 100 * MiB);
     expect_consistent();
 }
@@ -214,7 +227,7 @@ Test(vmm_allocator, oom_retry_unmaps_free_pages_then_succeeds)
     release(blocks[1]);
     release(blocks[3]);
     /* No run of 40 MiB exists and the device is full: only unmapping the
-     * two free pages makes room for a new segment. */
+     * two free handles makes room for a new segment. */
     uint64_t address = 0;
     cr_assert_eq(gpucache_allocator_malloc(allocator, 40 * MiB, 0, &address), GPUCACHE_SUCCESS);
     struct gpucache_stats taken = stats();
@@ -225,25 +238,39 @@ Test(vmm_allocator, oom_retry_unmaps_free_pages_then_succeeds)
     expect_consistent();
 }
 
+/* [live 20][unmapped 20][free 20][unmapped...]: a 60 MiB request grows
+ * from the hole over the free block, so its map backs two runs of pages,
+ * [20, 40) and [60, 80), with a handle each. */
 Test(vmm_allocator, failed_map_in_the_middle_leaves_nothing_behind)
 {
     start();
-    allocate(16 * MiB);
-    /* 100 MiB more needs pages 1-5: the third page_map fails, and so does
-     * the first of the retry after the cache was released. */
+    allocate(20 * MiB);
+    uint64_t hole = allocate(20 * MiB);
+    uint64_t free_mapped = allocate(20 * MiB);
+    release(hole);
+    gpucache_allocator_synchronized(allocator, true, 0);
+    gpucache_allocator_empty_cache(allocator);
+    release_now(free_mapped);
+    cr_assert_eq(reserved(), 40 * MiB);
+    /* The second run's page_map fails. The retry chain then unmaps the free
+     * block, so the retry maps [20, 80) as one run, and that fails too. */
     unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
-    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 3, 2,
+    unsigned long creates = handles_created();
+    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 2, 2,
                                 GPUCACHE_ERROR_OUT_OF_MEMORY);
     uint64_t address = 0;
-    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address),
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 60 * MiB, 0, &address),
                  GPUCACHE_ERROR_OUT_OF_MEMORY);
-    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 4);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 3);
+    cr_expect_eq(handles_created() - creates, 3, "two runs, then one");
     cr_expect_eq(stats().num_ooms, 1);
-    cr_expect_eq(reserved(), 20 * MiB);
-    cr_expect_eq(accounting_driver_used_bytes(device), 20 * MiB, "no page of the failed map stays");
+    cr_expect_eq(reserved(), 20 * MiB, "the free block went back in the retry chain");
+    cr_expect_eq(accounting_driver_used_bytes(device), 20 * MiB,
+                 "no handle of the failed maps stays");
     expect_consistent();
-    cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS);
-    cr_expect_eq(reserved(), 120 * MiB);
+    cr_expect_eq(gpucache_allocator_malloc(allocator, 60 * MiB, 0, &address), GPUCACHE_SUCCESS);
+    cr_expect_eq(address, hole);
+    cr_expect_eq(reserved(), 80 * MiB);
     expect_consistent();
 }
 
@@ -383,7 +410,7 @@ Test(vmm_allocator, peers_get_access_to_mapped_and_future_pages)
     cr_expect_eq(gpucache_allocator_add_peer(allocator, 3), GPUCACHE_SUCCESS);
     cr_expect_eq(gpucache_allocator_add_peer(allocator, 0), GPUCACHE_SUCCESS);
     cr_expect_eq(grants, before, "a known peer and the own device change nothing");
-    allocate_on(30 * MiB, 1); /* maps a second page of stream 1's segment */
+    allocate_on(30 * MiB, 1); /* grows stream 1's segment */
     cr_expect_eq(grants - before, 1);
     cr_expect_eq(granted_peer_count, 1, "new pages are granted to the peer too");
     cr_expect_eq(granted_peers[0], 3);
@@ -474,7 +501,7 @@ Test(vmm_allocator, a_new_segment_only_when_no_run_fits)
     for (int i = 0; i < 3; i++)
         blocks[i] = allocate(20 * MiB);
     release_now(blocks[1]);
-    gpucache_allocator_empty_cache(allocator); /* a one-page hole in the middle */
+    gpucache_allocator_empty_cache(allocator); /* a one-handle hole in the middle */
     cr_expect_eq(allocate(20 * MiB), blocks[1], "the hole fits: mapped again in place");
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_ADDRESS_RESERVE), 1);
     allocate(40 * MiB); /* the unmapped tail of 40 MiB fits */
@@ -501,7 +528,7 @@ Test(vmm_allocator, garbage_collection_unmaps_idle_free_tails)
     gpucache_allocator_synchronized(allocator, true, 0);
     cr_expect_eq(reserved(), 320 * MiB);
     /* A miss (too large for the free 300 MiB) runs the collection: the idle
-     * block ending stream 1's mapped space goes back; the live page stays. */
+     * block ending stream 1's mapped space goes back; the live block stays. */
     allocate_on(320 * MiB, 2);
     cr_expect_eq(reserved(), 20 * MiB + 320 * MiB);
     cr_expect_eq(accounting_driver_used_bytes(device), 340 * MiB);
@@ -568,16 +595,17 @@ Test(vmm_allocator, large_pool_remainders_of_1_mib_are_split_off)
     start();
     uint64_t first = allocate(19 * MiB);
     cr_expect_eq(stats().allocated_bytes[GPUCACHE_STAT_ALL].current, 19 * MiB,
-                 "an expandable block is the request, not the 20 MiB page");
+                 "an expandable block is the request, not the 20 MiB growth");
     uint64_t second = allocate(1 * MiB + 512 * 1024);
     cr_expect_eq(second, first + 19 * MiB, "the 1 MiB remainder is a free block of its own");
     cr_expect_eq(reserved(), 40 * MiB);
     expect_consistent();
 }
 
-/* [A 20 live][B 40 freed and unmapped: 2 pages][C 10 live][10 free]. A 30
- * MiB request fits the 40 MiB hole (2 new pages) or the end (1 new page). */
-static uint64_t hole_of_two_pages_before_a_mapped_tail(uint64_t *hole)
+/* [A 20 live][B 40 freed and unmapped][C 10 live][10 free]: C's growth
+ * mapped 20 MiB, so 10 MiB of it are a free tail. A 30 MiB request fits
+ * the 40 MiB hole (15 new pages) or the tail (10 new pages). */
+static uint64_t hole_before_a_mapped_free_tail(uint64_t *hole)
 {
     uint64_t first = allocate(20 * MiB);
     *hole = allocate(40 * MiB);
@@ -585,7 +613,7 @@ static uint64_t hole_of_two_pages_before_a_mapped_tail(uint64_t *hole)
     release(*hole);
     gpucache_allocator_synchronized(allocator, true, 0);
     gpucache_allocator_empty_cache(allocator);
-    cr_assert_eq(reserved(), 40 * MiB, "pages 0 and 3 stay mapped");
+    cr_assert_eq(reserved(), 40 * MiB, "A's and C's growths stay mapped");
     (void)first;
     return last + 10 * MiB;
 }
@@ -594,11 +622,11 @@ Test(vmm_allocator, lowest_hole_policy_fills_the_lowest_fitting_hole)
 {
     start();
     uint64_t hole = 0;
-    hole_of_two_pages_before_a_mapped_tail(&hole);
-    unsigned long created = pages_created();
+    hole_before_a_mapped_free_tail(&hole);
+    unsigned long created = handles_created();
     cr_expect_eq(allocate(30 * MiB), hole, "PyTorch: the lowest run that fits");
-    cr_expect_eq(pages_created(), created + 2);
-    cr_expect_eq(reserved(), 80 * MiB);
+    cr_expect_eq(handles_created(), created + 1, "30 MiB of the hole in one handle");
+    cr_expect_eq(reserved(), 70 * MiB, "at least a growth of 20 MiB, so no slack");
     expect_consistent();
 }
 
@@ -607,10 +635,10 @@ Test(vmm_allocator, fewest_new_pages_policy_maps_the_fewest_pages)
     config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
     start();
     uint64_t hole = 0;
-    uint64_t tail = hole_of_two_pages_before_a_mapped_tail(&hole);
-    unsigned long created = pages_created();
-    cr_expect_eq(allocate(30 * MiB), tail, "the free tail and one new page");
-    cr_expect_eq(pages_created(), created + 1);
+    uint64_t tail = hole_before_a_mapped_free_tail(&hole);
+    unsigned long created = handles_created();
+    cr_expect_eq(allocate(30 * MiB), tail, "the free tail and 20 MiB of new pages");
+    cr_expect_eq(handles_created(), created + 1);
     cr_expect_eq(reserved(), 60 * MiB);
     expect_consistent();
     /* The hole still serves a request that needs it. */
@@ -619,40 +647,42 @@ Test(vmm_allocator, fewest_new_pages_policy_maps_the_fewest_pages)
     expect_consistent();
 }
 
-/* [live 20][free 5 | unmapped page | unmapped page | free 14][live]: a 30
- * MiB request touches one new page when it ends at the run's end or starts
- * at the second unmapped page, two when it starts at the run's start. The
- * placement starts at a page boundary inside the unmapped range, which is
- * cut there; what precedes stays unmapped. */
-/* [live 15][free 5 | unmapped pages 1 and 2 | free 14][live 6]; returns
- * the first block's address (the reservation's start). */
-static uint64_t two_unmapped_pages_between_free_blocks(void)
+/* [live 15 | free 5][unmapped 40][free 13 | live 7], with handles [0, 20)
+ * and [60, 80) mapped; returns the first block's address (the
+ * reservation's start). */
+static uint64_t unmapped_range_between_free_blocks(void)
 {
     config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
     start();
-    uint64_t base = allocate(15 * MiB);
-    uint64_t gap = allocate(45 * MiB);   /* [15, 60) */
-    uint64_t tail_free = allocate(14 * MiB); /* [60, 74) */
-    allocate(6 * MiB);                   /* [74, 80) stays live */
+    uint64_t base = allocate(15 * MiB);      /* maps [0, 20) */
+    uint64_t gap = allocate(45 * MiB);       /* [15, 60), maps [20, 60) */
+    uint64_t tail_free = allocate(13 * MiB); /* [60, 73), maps [60, 80) */
+    cr_assert_eq(allocate(7 * MiB), tail_free + 13 * MiB, "[73, 80) stays live");
     release(gap);
     gpucache_allocator_synchronized(allocator, true, 0);
-    gpucache_allocator_empty_cache(allocator); /* pages 1 and 2 go */
+    gpucache_allocator_empty_cache(allocator); /* only [20, 60) is a whole handle */
     cr_assert_eq(reserved(), 40 * MiB);
     release(tail_free);
     gpucache_allocator_synchronized(allocator, true, 0);
     return base;
 }
 
+/* In the run [15, 73) a 30 MiB request touches 13 new pages from the run's
+ * start, 9 from its end (43) and 9 from the page boundary at 42, the lowest
+ * of the best. The unmapped range is cut at 42; what precedes stays
+ * unmapped, and the free 5 MiB before it stay a free block. */
 Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
 {
-    uint64_t base = two_unmapped_pages_between_free_blocks();
-    unsigned long created = pages_created();
-    cr_expect_eq(allocate(30 * MiB), base + 40 * MiB, "starts at the second unmapped page");
-    cr_expect_eq(pages_created(), created + 1);
+    uint64_t base = unmapped_range_between_free_blocks();
+    unsigned long created = handles_created();
+    cr_expect_eq(allocate(30 * MiB), base + 42 * MiB, "starts at a page inside the range");
+    cr_expect_eq(handles_created(), created + 1);
+    cr_expect_eq(reserved(), 58 * MiB, "[42, 60) mapped; it ends at a free block: no slack");
     expect_consistent();
-    /* The first unmapped page and the free 5 MiB before it still take 25. */
+    /* The unmapped [20, 42) and the free 5 MiB before it still take 25. */
     cr_expect_eq(allocate(25 * MiB), base + 15 * MiB);
-    cr_expect_eq(pages_created(), created + 2);
+    cr_expect_eq(handles_created(), created + 2);
+    cr_expect_eq(reserved(), 78 * MiB, "[20, 40): 20 MiB is a whole growth");
     expect_consistent();
 }
 
@@ -660,7 +690,7 @@ Test(vmm_allocator, garbage_collection_of_holes_unmaps_free_blocks_between_live_
 {
     config.expandable_segments_gc_holes = true;
     uint64_t middle = collect_with_a_hole_between_live_blocks();
-    cr_expect_eq(reserved(), 40 * MiB + 320 * MiB, "the 15 whole pages of the hole went back");
+    cr_expect_eq(reserved(), 40 * MiB + 320 * MiB, "the hole's handle went back");
     cr_expect_eq(accounting_driver_used_bytes(device), 360 * MiB);
     expect_consistent();
     cr_expect_eq(allocate_on(300 * MiB, 1), middle, "the hole is mapped again in place");
@@ -687,7 +717,7 @@ Test(vmm_allocator, garbage_collection_fences_busy_blocks_for_the_next_miss)
     expect_consistent();
 }
 
-/* Two 100 MiB blocks fill ten pages; the first is freed, then a 4 MiB
+/* Two 100 MiB blocks are two growths; the first is freed, then a 4 MiB
  * request arrives: PyTorch's best fit cuts the freed slot, so the next
  * 100 MiB request has to grow the segment. Returns the freed slot. */
 static uint64_t small_request_after_a_freed_large_slot(uint64_t *small)
@@ -720,7 +750,7 @@ Test(vmm_allocator, size_classes_keep_large_slots_for_large_requests)
     cr_expect_eq(stats().num_device_alloc, 3, "two large growths and one small");
     cr_expect_eq(allocate(100 * MiB), slot, "the freed slot is whole for the next large request");
     cr_expect_eq(reserved(), 220 * MiB);
-    /* Small requests share the small class's pages. */
+    /* Small requests share the small class's growth. */
     allocate(8 * MiB);
     cr_expect_eq(reserved(), 220 * MiB);
     expect_consistent();
@@ -735,7 +765,7 @@ Test(vmm_allocator, size_classes_fall_back_to_the_other_class_when_growth_fails)
     uint64_t slot = allocate(500 * MiB);
     allocate(500 * MiB); /* 1000 of the device's 1024 MiB mapped */
     release_now(slot);
-    cr_expect_eq(allocate(40 * MiB), slot, "no room for two new pages: the free slot serves");
+    cr_expect_eq(allocate(40 * MiB), slot, "no room for 40 MiB more: the free slot serves");
     cr_expect_eq(reserved(), 1000 * MiB);
     cr_expect_eq(accounting_driver_used_bytes(device), 1000 * MiB, "the failed growth left nothing");
     cr_expect_eq(stats().num_alloc_retries, 0);
@@ -770,11 +800,11 @@ Test(vmm_allocator, garbage_collection_never_synchronizes_to_fence_busy_blocks)
     expect_consistent();
 }
 
-/* The placement cut the unmapped range at page 2; a failed map joins it
+/* The placement cut the unmapped range at 42 MiB; a failed map joins it
  * again, so the segment is as before. */
 Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
 {
-    uint64_t base = two_unmapped_pages_between_free_blocks();
+    uint64_t base = unmapped_range_between_free_blocks();
     /* The first growth and the one after the retry chain released the
      * cache both fail. */
     unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
@@ -785,6 +815,6 @@ Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
     cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 2);
     cr_expect_eq(reserved(), 40 * MiB);
     expect_consistent();
-    cr_expect_eq(allocate(30 * MiB), base + 40 * MiB);
+    cr_expect_eq(allocate(30 * MiB), base + 42 * MiB);
     expect_consistent();
 }

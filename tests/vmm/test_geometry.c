@@ -9,7 +9,7 @@
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 
-static struct gpucache_config config_with_large_page(size_t large_segment_size)
+static struct gpucache_config config_with_large_segment(size_t large_segment_size)
 {
     struct gpucache_config config;
     memset(&config, 0, sizeof config);
@@ -18,22 +18,35 @@ static struct gpucache_config config_with_large_page(size_t large_segment_size)
     return config;
 }
 
-Test(vmm_geometry, page_size_of_each_pool)
+Test(vmm_geometry, page_size_is_2_mib_rounded_up_to_the_granularity)
 {
-    struct gpucache_config config = config_with_large_page(20 * MiB);
-    cr_expect_eq(gpucache_expandable_page_size(&config, true, 2 * MiB), 2 * MiB);
-    cr_expect_eq(gpucache_expandable_page_size(&config, false, 2 * MiB), 20 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(2 * MiB), 2 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(MiB), 2 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(64 * 1024), 2 * MiB);
+    /* A granularity above 2 MiB: the page is one granule, the next multiple. */
+    cr_expect_eq(gpucache_expandable_page_size(3 * MiB), 3 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(8 * MiB), 8 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(512 * MiB), 512 * MiB);
+    cr_expect_eq(gpucache_expandable_page_size(0), 2 * MiB, "a driver that reports none");
 }
 
-Test(vmm_geometry, page_size_rounds_up_to_granularity)
+Test(vmm_geometry, growth_size_is_one_page_in_the_small_pool)
 {
-    struct gpucache_config config = config_with_large_page(20 * MiB);
-    /* 20 MiB is not a multiple of 8 MiB: the next multiple is 24 MiB. */
-    cr_expect_eq(gpucache_expandable_page_size(&config, false, 8 * MiB), 24 * MiB);
-    cr_expect_eq(gpucache_expandable_page_size(&config, true, 8 * MiB), 8 * MiB);
-    cr_expect_eq(gpucache_expandable_page_size(&config, true, 512 * MiB), 512 * MiB);
+    struct gpucache_config config = config_with_large_segment(20 * MiB);
+    cr_expect_eq(gpucache_expandable_growth_size(&config, true, 2 * MiB), 2 * MiB);
+    cr_expect_eq(gpucache_expandable_growth_size(&config, true, 8 * MiB), 8 * MiB);
+}
+
+Test(vmm_geometry, growth_size_is_a_large_segment_in_whole_pages)
+{
+    struct gpucache_config config = config_with_large_segment(20 * MiB);
+    cr_expect_eq(gpucache_expandable_growth_size(&config, false, 2 * MiB), 20 * MiB);
+    /* 20 MiB in 8 MiB pages: 2.5 pages, so 3. */
+    cr_expect_eq(gpucache_expandable_growth_size(&config, false, 8 * MiB), 24 * MiB);
     config.large_segment_size = 3 * MiB;
-    cr_expect_eq(gpucache_expandable_page_size(&config, false, 2 * MiB), 4 * MiB);
+    cr_expect_eq(gpucache_expandable_growth_size(&config, false, 2 * MiB), 4 * MiB);
+    config.large_segment_size = 1 * MiB; /* less than a page: one page */
+    cr_expect_eq(gpucache_expandable_growth_size(&config, false, 2 * MiB), 2 * MiB);
 }
 
 Test(vmm_geometry, default_reserve_is_nine_eighths_in_whole_pages)
@@ -82,24 +95,35 @@ Test(vmm_geometry, geometry_asks_the_driver)
 {
     struct vmm_test_driver test_driver;
     vmm_test_driver_init(&test_driver, 8 * GiB, 4 * MiB);
-    struct gpucache_config config = config_with_large_page(20 * MiB);
+    struct gpucache_config config = config_with_large_segment(20 * MiB);
     config.expandable_segments_reserve =
         (struct gpucache_reserve){.kind = GPUCACHE_RESERVE_FRACTION, .fraction = 0.5};
-    size_t page = 0, reserve = 0;
+    size_t page = 0, growth = 0, reserve = 0;
     cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, false, &page,
-                                              &reserve),
+                                              &growth, &reserve),
                  GPUCACHE_SUCCESS);
-    cr_expect_eq(page, 20 * MiB);
-    cr_expect_eq(reserve, 205 * 20 * MiB); /* 4 GiB / 20 MiB = 204.8 -> 205 pages */
-    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, true, &page,
-                                              &reserve),
-                 GPUCACHE_SUCCESS);
-    cr_expect_eq(page, 4 * MiB, "the small page is rounded to the 4 MiB granularity");
+    cr_expect_eq(page, 4 * MiB, "2 MiB rounded to the 4 MiB granularity, in both pools");
+    cr_expect_eq(growth, 20 * MiB, "five pages of 4 MiB");
     cr_expect_eq(reserve, 4 * GiB);
+    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, true, &page,
+                                              &growth, &reserve),
+                 GPUCACHE_SUCCESS);
+    cr_expect_eq(page, 4 * MiB);
+    cr_expect_eq(growth, 4 * MiB, "one page");
+    cr_expect_eq(reserve, 4 * GiB);
+    /* 6 MiB granularity: 20 MiB is 3.33 pages of 6 MiB, so 4; 4 GiB is
+     * 682.67 pages, so 683. */
+    test_driver.granularity = 6 * MiB;
+    cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, false, &page,
+                                              &growth, &reserve),
+                 GPUCACHE_SUCCESS);
+    cr_expect_eq(page, 6 * MiB);
+    cr_expect_eq(growth, 24 * MiB);
+    cr_expect_eq(reserve, 683 * 6 * MiB);
     vmm_test_driver_fail_call(&test_driver, VMM_TEST_GRANULARITY, 1,
                                 GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, true, &page,
-                                              &reserve),
+                                              &growth, &reserve),
                  GPUCACHE_ERROR_INVALID_VALUE);
     vmm_test_driver_fini(&test_driver);
 }
@@ -132,9 +156,9 @@ static size_t reserve_for(const char *text, size_t total, bool small_pool)
                  error.message);
     struct vmm_test_driver test_driver;
     vmm_test_driver_init(&test_driver, total, 2 * MiB);
-    size_t page = 0, reserve = 0;
+    size_t page = 0, growth = 0, reserve = 0;
     cr_assert_eq(gpucache_expandable_geometry(&test_driver.driver, &config, 0, small_pool, &page,
-                                              &reserve),
+                                              &growth, &reserve),
                  GPUCACHE_SUCCESS);
     vmm_test_driver_fini(&test_driver);
     return reserve;
@@ -155,5 +179,5 @@ Test(vmm_geometry, configuration_strings_size_the_reservation)
     cr_expect_eq(reserve_for("expandable_segments:True,large_segment_size_mb:64,"
                              "expandable_segments_reserve:1G",
                              80 * GiB, false),
-                 16 * 64 * MiB, "1 GiB in 64 MiB pages");
+                 1 * GiB, "1 GiB in 2 MiB pages, whatever the large segment size");
 }

@@ -9,13 +9,17 @@ TestSuite(vmm_peers, .init = fixture_setup, .fini = fixture_teardown);
 
 Test(vmm_peers, peer_added_later_reaches_mapped_and_future_pages)
 {
-    cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, 2 * P, NULL), 0);
-    cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 5 * P, P, NULL), 0);
+    /* Pages 0 and 1 are two handles but one mapped run. */
+    map_fixture_pages(0, 1);
+    map_fixture_pages(1, 1);
+    map_fixture_pages(5, 1);
     uint64_t base = fixture_segment->base;
     cr_expect_not(vmm_test_driver_accessible(&fixture_driver, base, 3));
     uint64_t grants = fixture_driver.calls[VMM_TEST_SET_ACCESS];
     cr_assert_eq(gpucache_expandable_segment_add_peer(fixture_segment, 3), GPUCACHE_SUCCESS);
-    cr_expect_eq(fixture_driver.calls[VMM_TEST_SET_ACCESS] - grants, 2, "one per mapped run");
+    cr_expect_eq(fixture_driver.calls[VMM_TEST_SET_ACCESS] - grants, 2,
+                 "one per mapped run, not per handle");
+    cr_expect(vmm_test_driver_accessible(&fixture_driver, base, 3));
     cr_expect(vmm_test_driver_accessible(&fixture_driver, base + P, 3));
     cr_expect(vmm_test_driver_accessible(&fixture_driver, base + 5 * P, 3));
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 8 * P, P, NULL), 0);

@@ -238,8 +238,8 @@ static gpucache_result page_unmap(void *context, int device, uint64_t address, s
     return GPUCACHE_ERROR_INVALID_VALUE;
 }
 
-static struct vmm_test_mapping *mapping_at(const struct vmm_test_driver *driver,
-                                             uint64_t address)
+struct vmm_test_mapping *vmm_test_driver_mapping_at(const struct vmm_test_driver *driver,
+                                                   uint64_t address)
 {
     for (size_t i = 0; i < driver->mapping_count; i++)
         if (mapping_overlaps(&driver->mappings[i], address, 1))
@@ -259,7 +259,7 @@ static gpucache_result set_access(void *context, int device, uint64_t address, s
         devices |= 1ull << peers[i];
     /* CUDA requires the whole range to be mapped. */
     for (uint64_t at = address; at < address + size;) {
-        struct vmm_test_mapping *mapping = mapping_at(driver, at);
+        struct vmm_test_mapping *mapping = vmm_test_driver_mapping_at(driver, at);
         if (mapping == NULL) {
             misuse(driver, "set_access over 0x%llx, which is not mapped",
                    (unsigned long long)at);
@@ -268,7 +268,7 @@ static gpucache_result set_access(void *context, int device, uint64_t address, s
         at = mapping->address + mapping->size;
     }
     for (uint64_t at = address; at < address + size;) {
-        struct vmm_test_mapping *mapping = mapping_at(driver, at);
+        struct vmm_test_mapping *mapping = vmm_test_driver_mapping_at(driver, at);
         mapping->access_devices |= devices;
         at = mapping->address + mapping->size;
     }
@@ -356,13 +356,13 @@ size_t vmm_test_driver_live_reservations(const struct vmm_test_driver *driver)
 bool vmm_test_driver_accessible(const struct vmm_test_driver *driver, uint64_t address,
                                   int device)
 {
-    const struct vmm_test_mapping *mapping = mapping_at(driver, address);
+    const struct vmm_test_mapping *mapping = vmm_test_driver_mapping_at(driver, address);
     return mapping != NULL && (mapping->access_devices >> device & 1) != 0;
 }
 
 bool vmm_test_driver_mapped(const struct vmm_test_driver *driver, uint64_t address)
 {
-    return mapping_at(driver, address) != NULL;
+    return vmm_test_driver_mapping_at(driver, address) != NULL;
 }
 
 uint64_t vmm_test_driver_total_calls(const struct vmm_test_driver *driver)
@@ -372,4 +372,12 @@ uint64_t vmm_test_driver_total_calls(const struct vmm_test_driver *driver)
         if (i != VMM_TEST_GRANULARITY)
             total += driver->calls[i];
     return total;
+}
+
+const struct vmm_test_handle *vmm_test_driver_handle(const struct vmm_test_driver *driver,
+                                                     gpucache_page_handle handle)
+{
+    if (handle == 0 || handle > driver->handle_count)
+        return NULL;
+    return &driver->handles[handle - 1];
 }

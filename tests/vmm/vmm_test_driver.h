@@ -89,6 +89,15 @@ bool vmm_test_driver_accessible(const struct vmm_test_driver *driver, uint64_t a
 /* Whether the byte at `address` is mapped at all. */
 bool vmm_test_driver_mapped(const struct vmm_test_driver *driver, uint64_t address);
 
+/* The live mapping holding the byte at `address`, or NULL. */
+struct vmm_test_mapping *vmm_test_driver_mapping_at(const struct vmm_test_driver *driver,
+                                                   uint64_t address);
+
+/* The record of a handle the driver handed out, or NULL for a value it never
+ * did. */
+const struct vmm_test_handle *vmm_test_driver_handle(const struct vmm_test_driver *driver,
+                                                     gpucache_page_handle handle);
+
 /* Sum of calls over every VMM operation but the granularity query. */
 uint64_t vmm_test_driver_total_calls(const struct vmm_test_driver *driver);
 
