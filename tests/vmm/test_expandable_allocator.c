@@ -1,6 +1,7 @@
 /* Expandable segments through the allocator's public API, on the
  * accounting driver: DESIGN.md §6 examples 2-5, unmapping, the OOM retry
- * chain, the reservation limit, max_split_size and inactive-split stats.
+ * chain, the reservation limit, max_split_size, inactive-split stats and
+ * how much a growth maps.
  *
  * The device has 2 MiB granularity, so pages are 2 MiB; a large-pool growth
  * maps at least large_segment_size (20 MiB), the slack beyond the request
@@ -817,4 +818,113 @@ Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
     expect_consistent();
     cr_expect_eq(allocate(30 * MiB), base + 42 * MiB);
     expect_consistent();
+}
+
+/* How much a growth maps: at least large_segment_size_mb in one handle, only
+ * what the request lacks when that minimum cannot be had, one handle per
+ * unmapped run, and handles released only whole. */
+TestSuite(vmm_growth, .init = prepare, .fini = finish);
+
+Test(vmm_growth, a_small_request_maps_the_least_growth_in_one_handle)
+{
+    start();
+    uint64_t first = allocate(2 * MiB);
+    cr_expect_eq(reserved(), 20 * MiB, "large_segment_size_mb is the least growth");
+    cr_expect_eq(handles_created(), 1);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP), 1);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_SET_ACCESS), 1);
+    cr_expect_eq(stats().num_device_alloc, 1);
+    /* The slack serves the next requests without the driver. */
+    for (int i = 1; i < 10; i++)
+        cr_expect_eq(allocate(2 * MiB), first + (uint64_t)i * 2 * MiB);
+    cr_expect_eq(handles_created(), 1);
+}
+
+Test(vmm_growth, a_larger_request_maps_what_it_lacks_rounded_to_pages)
+{
+    start();
+    allocate(22 * MiB);
+    cr_expect_eq(reserved(), 22 * MiB, "2 MiB pages: not two 20 MiB pages");
+    allocate(15 * MiB); /* 0 free: lacks 15, below the least growth of 20 */
+    cr_expect_eq(reserved(), 42 * MiB);
+    allocate(30 * MiB); /* 5 free: lacks 25, rounded to 26 */
+    cr_expect_eq(reserved(), 68 * MiB);
+    cr_expect_eq(handles_created(), 3);
+    cr_expect_eq(stats().num_device_alloc, 3);
+}
+
+Test(vmm_growth, the_least_growth_follows_large_segment_size)
+{
+    config.large_segment_size = 32 * MiB;
+    start();
+    allocate(2 * MiB);
+    cr_expect_eq(reserved(), 32 * MiB);
+}
+
+Test(vmm_growth, the_small_pool_grows_by_one_page)
+{
+    start();
+    allocate(512 * 1024);
+    cr_expect_eq(stats().reserved_bytes[GPUCACHE_STAT_SMALL_POOL].current, 2 * MiB);
+}
+
+Test(vmm_growth, a_short_device_gets_only_what_the_request_lacks)
+{
+    /* Replaces the suite's device: 12 MiB cannot hold the 20 MiB growth. */
+    accounting_driver_destroy(device);
+    device = accounting_driver_create(12 * MiB, 2 * MiB);
+    start();
+    uint64_t first = allocate(4 * MiB);
+    cr_expect_eq(reserved(), 4 * MiB, "the least growth is an economy, never an OOM");
+    allocate(6 * MiB);
+    cr_expect_eq(reserved(), 10 * MiB);
+    release_now(first);
+}
+
+Test(vmm_growth, the_slack_stays_inside_the_memory_fraction)
+{
+    /* 1 GiB device: the fraction allows 36 MiB. */
+    config.per_process_memory_fraction = 36.0 / 1024.0;
+    start();
+    allocate(16 * MiB); /* 20 mapped, 4 free */
+    allocate(12 * MiB); /* lacks 8; the least growth would reach 40 */
+    cr_expect_eq(reserved(), 36 * MiB, "slack cut to the 8 MiB the fraction leaves");
+    cr_expect_eq(handles_created(), 2);
+}
+
+Test(vmm_growth, a_handle_goes_back_only_when_wholly_free)
+{
+    start();
+    uint64_t first = allocate(2 * MiB);
+    uint64_t second = allocate(2 * MiB); /* same 20 MiB handle */
+    release_now(first);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 20 * MiB, "the handle still holds a live block");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_UNMAP), 0);
+    release_now(second);
+    gpucache_allocator_empty_cache(allocator);
+    cr_expect_eq(reserved(), 0);
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_UNMAP), 1, "one unmap per handle");
+    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_RELEASE), 1);
+    cr_expect_eq(stats().num_device_free, 1);
+}
+
+Test(vmm_growth, a_growth_over_a_hole_and_the_tail_makes_a_handle_per_run)
+{
+    start();
+    uint64_t first = allocate(22 * MiB);  /* handle [0, 22) */
+    uint64_t second = allocate(22 * MiB); /* handle [22, 44) */
+    uint64_t third = allocate(2 * MiB);   /* handle [44, 64) */
+    release_now(first);
+    release_now(second);
+    gpucache_allocator_empty_cache(allocator); /* [0, 44) unmapped again */
+    cr_expect_eq(reserved(), 20 * MiB);
+    release_now(third); /* [44, 64) free but mapped */
+    unsigned long before = handles_created();
+    int64_t allocations_before = stats().num_device_alloc;
+    /* The lowest run: [0, 44) unmapped, [44, 64) free, the tail from 64. */
+    cr_expect_eq(allocate(70 * MiB), first);
+    cr_expect_eq(handles_created() - before, 2, "one handle for [0, 44), one for [64, 70)");
+    cr_expect_eq(stats().num_device_alloc - allocations_before, 2);
+    cr_expect_eq(reserved(), 70 * MiB);
 }

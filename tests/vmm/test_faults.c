@@ -304,19 +304,24 @@ Test(vmm_faults, reserve_failure_leaves_nothing)
                  GPUCACHE_ERROR_INVALID_VALUE, "reservation not whole pages");
 }
 
-/* The grant fails after two runs were mapped, and the rollback's first
- * unmap is refused too: that handle stays known, its mapping left in place
- * for the segment to remove later. */
-Test(vmm_faults, rollback_keeps_a_handle_whose_unmap_is_refused)
+/* With page 1 mapped, a map of pages 0-2 maps the runs [0] and [2], then
+ * its grant fails; the rollback's call `nth` of `refused` is refused too. */
+static void fail_rollback_of_two_runs(enum vmm_test_operation refused, uint64_t nth)
 {
     map_fixture_pages(1, 1);
     vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_SET_ACCESS, 1,
                               GPUCACHE_ERROR_OUT_OF_MEMORY);
-    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_PAGE_UNMAP, 1,
-                              GPUCACHE_ERROR_INVALID_VALUE);
+    vmm_test_driver_fail_call(&fixture_driver, refused, nth, GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, 0, 3 * P, NULL),
                  GPUCACHE_ERROR_OUT_OF_MEMORY);
     vmm_test_driver_disarm(&fixture_driver);
+}
+
+/* The rollback's first unmap is refused: that handle stays known, its
+ * mapping left in place for the segment to remove later. */
+Test(vmm_faults, rollback_keeps_a_handle_whose_unmap_is_refused)
+{
+    fail_rollback_of_two_runs(VMM_TEST_PAGE_UNMAP, 1);
     cr_expect_not(gpucache_expandable_segment_page_mapped(fixture_segment, 0),
                   "the page counts as unmapped");
     cr_expect_eq(fixture_handle_pages_at(0), 1, "the handle is still known");
@@ -335,14 +340,7 @@ Test(vmm_faults, rollback_keeps_a_handle_whose_unmap_is_refused)
 
 Test(vmm_faults, rollback_keeps_a_handle_whose_release_is_refused)
 {
-    map_fixture_pages(1, 1);
-    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_SET_ACCESS, 1,
-                              GPUCACHE_ERROR_OUT_OF_MEMORY);
-    vmm_test_driver_fail_call(&fixture_driver, VMM_TEST_PAGE_RELEASE, 2,
-                              GPUCACHE_ERROR_INVALID_VALUE);
-    cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, 0, 3 * P, NULL),
-                 GPUCACHE_ERROR_OUT_OF_MEMORY);
-    vmm_test_driver_disarm(&fixture_driver);
+    fail_rollback_of_two_runs(VMM_TEST_PAGE_RELEASE, 2);
     cr_expect_eq(fixture_handle_pages_at(0), 0, "the first run went back");
     cr_expect_eq(fixture_handle_pages_at(2), 1, "the second run's handle is still known");
     cr_expect_eq(fixture_segment->stats.unreleased_handles, 1);
