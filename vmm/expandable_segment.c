@@ -225,13 +225,17 @@ static gpucache_result release_stale_handles(struct gpucache_expandable_segment 
     if (segment->stats.unreleased_handles == 0)
         return GPUCACHE_SUCCESS;
     size_t limit = stop < segment->tracked_pages ? stop : segment->tracked_pages;
-    for (size_t page = first; page < limit; page++) {
-        if (page_mapped(segment, page) || !page_held(segment, page))
+    for (size_t page = first; page < limit;) {
+        if (page_mapped(segment, page) || !page_held(segment, page)) {
+            page++;
             continue;
+        }
         size_t start = handle_first_page(segment, page);
+        size_t pages = segment->handle_pages[start];
         gpucache_result result = retire_handle(segment, start, NULL);
         if (result != GPUCACHE_SUCCESS)
             return result;
+        page = start + pages;
     }
     return GPUCACHE_SUCCESS;
 }
