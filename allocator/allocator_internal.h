@@ -263,6 +263,11 @@ static inline void driver_timer_stop(struct gpucache_allocator *allocator, int64
     allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
 }
 bool driver_capture_active(struct gpucache_allocator *allocator);
+/* A fence after the work issued so far that may touch blocks of `stream`:
+ * that stream's, or every stream's for GPUCACHE_STREAM_SYNCHRONOUS. Untimed:
+ * callers time it with their other calls. */
+gpucache_result driver_fence_stream(struct gpucache_allocator *allocator, gpucache_stream stream,
+                                    struct gpucache_fence **fence);
 
 /* Block structs (block_store.c). */
 struct block *block_store_take(struct gpucache_allocator *allocator);

@@ -25,3 +25,14 @@ bool driver_capture_active(struct gpucache_allocator *allocator)
     allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
     return active;
 }
+
+gpucache_result driver_fence_stream(struct gpucache_allocator *allocator, gpucache_stream stream,
+                                    struct gpucache_fence **fence)
+{
+    const struct gpucache_driver *driver = allocator->driver;
+    /* Synchronous allocations belong to no stream: what may still touch
+     * them is the work of every stream. */
+    if (stream == GPUCACHE_STREAM_SYNCHRONOUS)
+        return driver->fence_all_streams(driver->context, allocator->device, fence);
+    return driver->fence_stream(driver->context, allocator->device, stream, fence);
+}

@@ -754,7 +754,9 @@ static void wait_for_stream(struct gpucache_allocator *allocator, gpucache_strea
     if (stream != STREAM_RETIRED) {
         struct gpucache_fence *fence = NULL;
         gpucache_result result;
-        DRIVER_CALL(allocator, result, fence_stream, allocator->device, stream, &fence);
+        int64_t timer = driver_timer_start();
+        result = driver_fence_stream(allocator, stream, &fence);
+        driver_timer_stop(allocator, timer);
         if (result == GPUCACHE_SUCCESS) {
             DRIVER_CALL(allocator, result, fence_wait, fence);
             allocator->stats.num_fence_waits++;

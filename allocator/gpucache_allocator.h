@@ -60,8 +60,8 @@ bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t addr
 bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
                                    size_t *requested_size);
 
-/* The program synchronized the device (or `stream`, when not 0 and not the
- * legacy stream): every block whose free happened before is now reusable. */
+/* The program synchronized the device (`whole_device`) or `stream` alone:
+ * every block freed before on what it synchronized is now reusable. */
 void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
                                      gpucache_stream stream);
 

@@ -21,6 +21,13 @@ typedef int gpucache_result;
  * Only compared and passed back to the driver, never dereferenced. */
 typedef uintptr_t gpucache_stream;
 
+/* The stream of a synchronous allocation (cuMemAlloc). Such memory may be
+ * used on any stream at once, non-blocking ones included, so it may only
+ * receive a block that no stream's work can still touch; a block freed in
+ * order on the legacy stream is not one. Never a driver handle (those are
+ * aligned pointers, 0 is the legacy stream) nor a per-thread token (odd). */
+#define GPUCACHE_STREAM_SYNCHRONOUS ((gpucache_stream)UINTPTR_MAX - 1)
+
 /* Opaque fence: whatever the driver needs to say "work issued before this
  * point has finished" (one event, or a set of events for an epoch). */
 typedef struct gpucache_fence gpucache_fence;

@@ -154,8 +154,7 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
         result = state->all_streams
                      ? driver->fence_all_streams(driver->context, allocator->device,
                                                  &epoch->fence)
-                     : driver->fence_stream(driver->context, allocator->device, state->stream,
-                                            &epoch->fence);
+                     : driver_fence_stream(allocator, state->stream, &epoch->fence);
     driver_timer_stop(allocator, timer);
     if (result != GPUCACHE_SUCCESS) {
         epoch->next = allocator->spare_epochs;

@@ -49,7 +49,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return passed_through(driver->mem_alloc_v2(dptr, bytesize),
                               GPUCACHE_PASSTHROUGH_NO_ALLOCATOR);
     uint64_t address = 0;
-    gpucache_result result = device_allocate(allocator, context, bytesize, 0, &address);
+    gpucache_result result =
+        device_allocate(allocator, context, bytesize, 0, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;

@@ -130,15 +130,11 @@ static void stream_synchronized(const struct real_driver *driver, CUstream strea
     }
     if (!allocator)
         return;
-    if (token != 0) {
-        gpucache_allocator_synchronized(allocator, false, token);
-        return;
-    }
-    /* The legacy stream waits for every blocking stream, so with no
-     * non-blocking stream alive its sync is a whole-device sync; with one
-     * alive it proves nothing about that stream's work. */
-    if (!device_has_non_blocking_streams(device))
-        gpucache_allocator_synchronized(allocator, true, 0);
+    /* Only the stream itself: the legacy stream's work waited for blocking
+     * streams' work queued before it, but not for what they queued after
+     * its last operation, so even with no non-blocking stream alive its
+     * sync proves nothing about another stream's latest frees. */
+    gpucache_allocator_synchronized(allocator, false, token);
 }
 
 CUresult cuStreamSynchronize(CUstream hStream)

@@ -3,8 +3,12 @@
  * device with room for one 16 MiB block (GPUSIM_MEMORY=24MiB), the next
  * allocation after the program's own synchronize must reuse the freed block
  * without any fence wait or synchronize of the library's.
- *   program_synchronize device   cudaDeviceSynchronize
- *   program_synchronize stream   cudaStreamSynchronize(0), no other stream */
+ *   program_synchronize device   cudaFree, then cudaDeviceSynchronize
+ *   program_synchronize stream   cudaFreeAsync on the legacy stream, then
+ *                                cudaStreamSynchronize(0). A legacy-stream
+ *                                sync proves nothing about blocking streams'
+ *                                later work, so it clears only what was
+ *                                freed on the legacy stream itself. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <string.h>
@@ -32,11 +36,13 @@ int main(int argc, char **argv)
     void *first = NULL, *second = NULL;
     CHECK_CUDA(cudaMalloc(&first, BLOCK));
     CHECK_CUDA(cudaMemset(first, 1, BLOCK));
-    CHECK_CUDA(cudaFree(first));
-    if (strcmp(argv[1], "device") == 0)
+    if (strcmp(argv[1], "device") == 0) {
+        CHECK_CUDA(cudaFree(first));
         CHECK_CUDA(cudaDeviceSynchronize());
-    else
+    } else {
+        CHECK_CUDA(cudaFreeAsync(first, 0));
         CHECK_CUDA(cudaStreamSynchronize(0));
+    }
     struct gpucache_stats before = device_stats();
     CHECK_CUDA(cudaMalloc(&second, BLOCK));
     struct gpucache_stats after = device_stats();

@@ -7,6 +7,13 @@
  *   reuse_hazard free     cudaFree of the block (synchronous free)
  *   reuse_hazard async    cudaFreeAsync on the delayed stream, reallocated
  *                         with cudaMallocAsync on another stream
+ *   reuse_hazard legacy   cudaMallocAsync and cudaFreeAsync on the legacy
+ *                         stream, the late write queued there too, then
+ *                         cudaMalloc, whose memory the program uses at once
+ *                         on a non-blocking stream: that stream does not
+ *                         order with the legacy one, so the block must not
+ *                         be handed out before the legacy stream is past
+ *                         the free
  *   reuse_hazard relaxed  cudaFree under reuse:relaxed, which gives this
  *                         safety up: the block is handed out again at once
  *                         and the late write lands in the new owner's data.
@@ -111,10 +118,33 @@ static void stream_ordered_free(void)
     CHECK_CUDA(cudaStreamDestroy(other));
 }
 
+static void legacy_stream_free(void)
+{
+    cudaStream_t other;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    void *first = NULL, *second = NULL;
+    CHECK_CUDA(cudaMallocAsync(&first, BLOCK_SIZE, 0));
+    CHECK_CUDA(cudaMemsetAsync(first, 0, BLOCK_SIZE, 0));
+    CHECK_CUDA(cudaStreamSynchronize(0));
+
+    CHECK_CUDA(cudaLaunchHostFunc(0, delay_stream, NULL));
+    CHECK_CUDA(cudaMemsetAsync(first, 0xAA, BLOCK_SIZE, 0)); /* the late write */
+    CHECK_CUDA(cudaFreeAsync(first, 0));
+    CHECK_CUDA(cudaMalloc(&second, BLOCK_SIZE));
+    CHECK_CUDA(cudaMemsetAsync(second, 0x55, BLOCK_SIZE, other));
+    CHECK_CUDA(cudaStreamSynchronize(other));
+    CHECK_CUDA(cudaDeviceSynchronize());
+
+    check_new_owner_untouched("cudaFreeAsync on the legacy stream, then cudaMalloc", first,
+                              second);
+    CHECK_CUDA(cudaFree(second));
+    CHECK_CUDA(cudaStreamDestroy(other));
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2 || (argc == 3 && strcmp(argv[2], "tight") == 0),
-          "usage: reuse_hazard free|async|relaxed [tight]");
+          "usage: reuse_hazard free|async|legacy|relaxed [tight]");
     tight = argc == 3;
     if (tight)
         BLOCK_SIZE = 16u << 20;
@@ -125,7 +155,9 @@ int main(int argc, char **argv)
         synchronous_free(true);
     else if (strcmp(argv[1], "async") == 0)
         stream_ordered_free();
+    else if (strcmp(argv[1], "legacy") == 0)
+        legacy_stream_free();
     else
-        CHECK(false, "unknown variant '%s' (expected free, async or relaxed)", argv[1]);
+        CHECK(false, "unknown variant '%s' (expected free, async, legacy or relaxed)", argv[1]);
     return 0;
 }
