@@ -49,8 +49,9 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return passed_through(driver->mem_alloc_v2(dptr, bytesize),
                               GPUCACHE_PASSTHROUGH_NO_ALLOCATOR);
     uint64_t address = 0;
+    /* Memory from cuMemAlloc may be used on any stream at once. */
     gpucache_result result =
-        device_allocate(allocator, context, bytesize, 0, &address);
+        device_allocate(allocator, context, bytesize, GPUCACHE_STREAM_SYNCHRONOUS, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;
