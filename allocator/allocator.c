@@ -573,14 +573,34 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
     return block != NULL;
 }
 
+struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocator *allocator)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct gpucache_sync_point point = epochs_now(allocator);
+    pthread_mutex_unlock(&allocator->mutex);
+    return point;
+}
+
+void gpucache_allocator_synchronized_since(struct gpucache_allocator *allocator,
+                                           bool whole_device, gpucache_stream stream,
+                                           struct gpucache_sync_point since)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    if (whole_device)
+        epochs_all_work_done(allocator, since);
+    else
+        epochs_stream_work_done(allocator, stream, since);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
 void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
                                      gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
     if (whole_device)
-        epochs_all_work_done(allocator);
+        epochs_all_work_done(allocator, epochs_now(allocator));
     else
-        epochs_stream_work_done(allocator, stream);
+        epochs_stream_work_done(allocator, stream, epochs_now(allocator));
     pthread_mutex_unlock(&allocator->mutex);
 }
 

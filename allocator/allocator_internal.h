@@ -87,6 +87,7 @@ struct pool {
 struct epoch {
     struct gpucache_fence *fence;
     uint64_t tick;          /* allocator tick when the fence was recorded */
+    uint64_t last_free;     /* free_sequence of its newest block */
     struct block *first;    /* pending blocks, linked by list_next */
     struct block *last;
     size_t block_count;
@@ -140,6 +141,9 @@ struct gpucache_allocator {
 
     /* Reuse safety. */
     uint64_t tick;
+    /* Counts frees that wait in epochs, so that a synchronize the program
+     * made while other threads freed completes only the frees before it. */
+    uint64_t free_sequence;
     uint64_t all_completed_tick; /* every stream's work before it is done */
     struct stream_state all_streams;
     struct stream_state **streams; /* per-stream states, incl. STREAM_RETIRED */
@@ -321,10 +325,17 @@ bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind poo
  * blocks and waits for all of them. True when every block is then free and
  * cleared for every stream; false when only a device synchronize can say so. */
 bool epochs_wait_all(struct gpucache_allocator *allocator);
-/* Everything issued so far is known complete: every pending block is
- * freed and every free block is cleared for every stream. */
-void epochs_all_work_done(struct gpucache_allocator *allocator);
-void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream);
+/* The clock now, for a synchronize made under the allocator's lock. */
+static inline struct gpucache_sync_point epochs_now(const struct gpucache_allocator *allocator)
+{
+    return (struct gpucache_sync_point){allocator->tick, allocator->free_sequence};
+}
+/* Everything issued before `since` is known complete: every block freed
+ * before it is freed and cleared for every stream. */
+void epochs_all_work_done(struct gpucache_allocator *allocator, struct gpucache_sync_point since);
+/* The same for what was freed on `stream` only. */
+void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream,
+                             struct gpucache_sync_point since);
 /* Asks for fences that will clear other streams' free blocks for `stream`. */
 void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
                                           enum pool_kind pool, gpucache_stream stream,

@@ -762,7 +762,7 @@ static void wait_for_stream(struct gpucache_allocator *allocator, gpucache_strea
             allocator->stats.num_fence_waits++;
             driver_fence_release(allocator, fence);
             if (result == GPUCACHE_SUCCESS) {
-                epochs_stream_work_done(allocator, stream);
+                epochs_stream_work_done(allocator, stream, epochs_now(allocator));
                 return;
             }
         }

@@ -60,8 +60,25 @@ bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t addr
 bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
                                    size_t *requested_size);
 
-/* The program synchronized the device (`whole_device`) or `stream` alone:
- * every block freed before on what it synchronized is now reusable. */
+/* The allocator's clock: which frees had happened at one moment. */
+struct gpucache_sync_point {
+    uint64_t tick;  /* stream-ordered frees on their own stream */
+    uint64_t frees; /* frees that wait for a fence */
+};
+
+/* Taken before a synchronizing driver call that other threads may overlap
+ * with frees of their own: only frees before it are proven complete. */
+struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocator *allocator);
+
+/* A synchronize of the device (`whole_device`) or of `stream` alone began at
+ * `since` and returned: every block freed before `since` on what it
+ * synchronized is now reusable. */
+void gpucache_allocator_synchronized_since(struct gpucache_allocator *allocator,
+                                           bool whole_device, gpucache_stream stream,
+                                           struct gpucache_sync_point since);
+
+/* gpucache_allocator_synchronized_since with the clock read now: for a
+ * caller that knows no free overlapped its synchronize. */
 void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
                                      gpucache_stream stream);
 

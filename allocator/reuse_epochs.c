@@ -61,6 +61,7 @@ void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state
     open->last = block;
     open->block_count++;
     open->bytes[block->pool] += block->size;
+    open->last_free = ++allocator->free_sequence;
     stat_increase(&allocator->stats.pending_blocks, 1);
     stat_increase(&allocator->stats.pending_bytes, (int64_t)block->size);
     if (open->block_count >= EPOCH_CLOSE_FREES || epoch_bytes(open) >= EPOCH_CLOSE_BYTES)
@@ -94,9 +95,12 @@ static void complete_open_epoch(struct gpucache_allocator *allocator, struct str
 }
 
 /* Completes the closed epochs of `state` up to and including `through`
- * (fences of one stream complete in order, so the older ones are done too). */
-static void complete_epochs_through(struct gpucache_allocator *allocator,
-                                    struct stream_state *state, const struct epoch *through)
+ * (fences of one stream complete in order, so the older ones are done too).
+ * Same-stream frees up to each epoch's tick, but never past `cleared_limit`,
+ * are then cleared too. */
+static void complete_epochs_until(struct gpucache_allocator *allocator,
+                                  struct stream_state *state, const struct epoch *through,
+                                  uint64_t cleared_limit)
 {
     for (;;) {
         struct epoch *epoch = state->oldest;
@@ -106,9 +110,10 @@ static void complete_epochs_through(struct gpucache_allocator *allocator,
         allocator->closed_epoch_count--;
         for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
             allocator->synchronous_closed_bytes[pool] -= epoch->bytes[pool];
-        state->completed_tick = max_tick(state->completed_tick, epoch->tick);
+        uint64_t cleared = epoch->tick < cleared_limit ? epoch->tick : cleared_limit;
+        state->completed_tick = max_tick(state->completed_tick, cleared);
         if (state->all_streams)
-            allocator->all_completed_tick = max_tick(allocator->all_completed_tick, epoch->tick);
+            allocator->all_completed_tick = max_tick(allocator->all_completed_tick, cleared);
         if (epoch->fence != NULL) /* NULL: released when its query answered */
             driver_fence_release(allocator, epoch->fence);
         struct block *list = epoch->first;
@@ -122,6 +127,13 @@ static void complete_epochs_through(struct gpucache_allocator *allocator,
     }
 }
 
+/* A completed fence clears everything before it was recorded. */
+static void complete_epochs_through(struct gpucache_allocator *allocator,
+                                    struct stream_state *state, const struct epoch *through)
+{
+    complete_epochs_until(allocator, state, through, UINT64_MAX);
+}
+
 bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
 {
     if (driver_capture_active(allocator))
@@ -131,7 +143,7 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
     allocator->stats.num_device_synchronizations++;
     if (result != GPUCACHE_SUCCESS)
         return false;
-    epochs_all_work_done(allocator);
+    epochs_all_work_done(allocator, epochs_now(allocator));
     return true;
 }
 
@@ -271,27 +283,37 @@ bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind poo
     return oldest != NULL && wait_for_epoch(allocator, state, oldest);
 }
 
-static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state)
+/* The work of `state`'s stream issued before `since` is complete: the
+ * epochs whose frees all came before it, and same-stream frees before it. */
+static void state_work_done(struct gpucache_allocator *allocator, struct stream_state *state,
+                            struct gpucache_sync_point since)
 {
-    if (state->newest != NULL)
-        complete_epochs_through(allocator, state, state->newest);
-    complete_open_epoch(allocator, state);
-    state->completed_tick = allocator->tick;
+    struct epoch *through = NULL;
+    for (struct epoch *epoch = state->oldest; epoch != NULL && epoch->last_free <= since.frees;
+         epoch = epoch->next)
+        through = epoch;
+    if (through != NULL)
+        complete_epochs_until(allocator, state, through, since.tick);
+    if (state->oldest == NULL && state->open.block_count != 0 &&
+        state->open.last_free <= since.frees)
+        complete_open_epoch(allocator, state);
+    state->completed_tick = max_tick(state->completed_tick, since.tick);
 }
 
-void epochs_all_work_done(struct gpucache_allocator *allocator)
+void epochs_all_work_done(struct gpucache_allocator *allocator, struct gpucache_sync_point since)
 {
-    state_work_done(allocator, &allocator->all_streams);
+    state_work_done(allocator, &allocator->all_streams, since);
     for (size_t i = 0; i < allocator->stream_count; i++)
-        state_work_done(allocator, allocator->streams[i]);
-    allocator->all_completed_tick = allocator->tick;
+        state_work_done(allocator, allocator->streams[i], since);
+    allocator->all_completed_tick = max_tick(allocator->all_completed_tick, since.tick);
 }
 
-void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream)
+void epochs_stream_work_done(struct gpucache_allocator *allocator, gpucache_stream stream,
+                             struct gpucache_sync_point since)
 {
     struct stream_state *state = stream_state_find(allocator, stream, false);
     if (state != NULL)
-        state_work_done(allocator, state);
+        state_work_done(allocator, state, since);
 }
 
 void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
@@ -400,6 +422,7 @@ static void append_list(struct epoch *to, struct epoch *from)
         to->first = from->first;
     to->last = from->last;
     to->block_count += from->block_count;
+    to->last_free = max_tick(to->last_free, from->last_free);
     for (int pool = 0; pool < POOL_COUNT; pool++)
         to->bytes[pool] += from->bytes[pool];
 }

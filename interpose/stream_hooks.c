@@ -79,12 +79,35 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
     return driver->stream_destroy_v2(hStream);
 }
 
-static void device_synchronized(const struct real_driver *driver)
+/* What a synchronizing call will prove: the allocator it concerns and its
+ * clock before the call. Other threads may free while the call waits, and
+ * their frees are not covered. */
+struct synchronization {
+    struct gpucache_allocator *allocator;
+    struct gpucache_sync_point since;
+};
+
+static struct synchronization synchronization_of(struct gpucache_allocator *allocator)
 {
-    int device;
-    struct gpucache_allocator *allocator = current_allocator(driver, &device);
+    struct synchronization synchronization = {.allocator = allocator};
     if (allocator)
-        gpucache_allocator_synchronized(allocator, true, 0);
+        synchronization.since = gpucache_allocator_sync_point(allocator);
+    return synchronization;
+}
+
+static struct synchronization current_device_synchronization(const struct real_driver *driver)
+{
+    if (hook_passes_through())
+        return synchronization_of(NULL);
+    int device;
+    return synchronization_of(current_allocator(driver, &device));
+}
+
+static void device_synchronized(const struct synchronization *synchronization)
+{
+    if (synchronization->allocator)
+        gpucache_allocator_synchronized_since(synchronization->allocator, true, 0,
+                                              synchronization->since);
 }
 
 CUresult cuCtxSynchronize(void)
@@ -92,9 +115,10 @@ CUresult cuCtxSynchronize(void)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
+    struct synchronization synchronization = current_device_synchronization(driver);
     CUresult result = driver->ctx_synchronize();
-    if (result == CUDA_SUCCESS && !hook_passes_through())
-        device_synchronized(driver);
+    if (result == CUDA_SUCCESS)
+        device_synchronized(&synchronization);
     return result;
 }
 
@@ -103,38 +127,47 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    CUresult result = driver->ctx_synchronize_v2(ctx);
-    if (result != CUDA_SUCCESS || hook_passes_through())
-        return result;
-    if (!ctx) {
-        device_synchronized(driver);
+    if (!ctx || hook_passes_through()) {
+        struct synchronization synchronization = current_device_synchronization(driver);
+        CUresult result = driver->ctx_synchronize_v2(ctx);
+        if (result == CUDA_SUCCESS)
+            device_synchronized(&synchronization);
         return result;
     }
-    for (int device = 0; device < device_count_limit(); device++)
-        if (device_context(device) == ctx && device_allocator(device))
-            gpucache_allocator_synchronized(device_allocator(device), true, 0);
+    struct synchronization synchronizations[GPUCACHE_MAX_DEVICES] = {0};
+    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES; device++)
+        if (device_context(device) == ctx)
+            synchronizations[device] = synchronization_of(device_allocator(device));
+    CUresult result = driver->ctx_synchronize_v2(ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES; device++)
+        device_synchronized(&synchronizations[device]);
     return result;
 }
 
-static void stream_synchronized(const struct real_driver *driver, CUstream stream,
-                                bool per_thread)
+static struct synchronization stream_synchronization(const struct real_driver *driver,
+                                                     CUstream stream, gpucache_stream token)
 {
-    gpucache_stream token = stream_token(stream, per_thread);
-    int device;
-    struct gpucache_allocator *allocator = NULL;
-    if (stream_token_is_default(token)) {
-        allocator = current_allocator(driver, &device);
-    } else {
-        device = device_of_stream(driver, stream);
-        allocator = device >= 0 && device_context(device) ? device_allocator(device) : NULL;
-    }
-    if (!allocator)
-        return;
-    /* Only the stream itself: the legacy stream's work waited for blocking
-     * streams' work queued before it, but not for what they queued after
-     * its last operation, so even with no non-blocking stream alive its
-     * sync proves nothing about another stream's latest frees. */
-    gpucache_allocator_synchronized(allocator, false, token);
+    if (hook_passes_through())
+        return synchronization_of(NULL);
+    if (stream_token_is_default(token))
+        return current_device_synchronization(driver);
+    int device = device_of_stream(driver, stream);
+    return synchronization_of(device >= 0 && device_context(device) ? device_allocator(device)
+                                                                    : NULL);
+}
+
+/* Only the stream itself: the legacy stream's work waited for blocking
+ * streams' work queued before it, but not for what they queued after its
+ * last operation, so even with no non-blocking stream alive its sync proves
+ * nothing about another stream's latest frees. */
+static void stream_synchronized(const struct synchronization *synchronization,
+                                gpucache_stream token)
+{
+    if (synchronization->allocator)
+        gpucache_allocator_synchronized_since(synchronization->allocator, false, token,
+                                              synchronization->since);
 }
 
 CUresult cuStreamSynchronize(CUstream hStream)
@@ -142,9 +175,11 @@ CUresult cuStreamSynchronize(CUstream hStream)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
+    gpucache_stream token = stream_token(hStream, false);
+    struct synchronization synchronization = stream_synchronization(driver, hStream, token);
     CUresult result = driver->stream_synchronize(hStream);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
-        stream_synchronized(driver, hStream, false);
+    if (result == CUDA_SUCCESS)
+        stream_synchronized(&synchronization, token);
     return result;
 }
 
@@ -153,8 +188,10 @@ CUresult cuStreamSynchronize_ptsz(CUstream hStream)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
+    gpucache_stream token = stream_token(hStream, true);
+    struct synchronization synchronization = stream_synchronization(driver, hStream, token);
     CUresult result = driver->stream_synchronize_ptsz(hStream);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
-        stream_synchronized(driver, hStream, true);
+    if (result == CUDA_SUCCESS)
+        stream_synchronized(&synchronization, token);
     return result;
 }
