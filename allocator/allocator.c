@@ -435,6 +435,11 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     if (allocator->gc_enabled)
         garbage_collect_cached_blocks(allocator);
     enum growth growth = grow(allocator, pool, stream, rounded, false, &block, result);
+    /* Growth of the request's expandable size class failed: a free block of
+     * the other class serves rather than an OOM. */
+    if (growth != GROWTH_DONE &&
+        (block = free_pool_best_fit_other_class(allocator, pool, stream, rounded)) != NULL)
+        return block;
     if (growth == GROWTH_FAILED && release_available_cached_blocks(allocator, pool, stream, rounded))
         growth = grow(allocator, pool, stream, rounded, false, &block, result);
     if (growth == GROWTH_FAILED && !driver_capture_active(allocator)) {

@@ -293,9 +293,15 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
 void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
                                uint64_t address, uint64_t size, uint64_t bound);
 /* The smallest acceptable free block of `pool` for (stream, size), lowest
- * address on ties, or NULL; max_split_size rules applied. Not removed. */
+ * address on ties, or NULL; max_split_size rules applied. Not removed; a
+ * lookup never maps or allocates memory. */
 struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,
                                  gpucache_stream stream, size_t size);
+/* free_pool_best_fit that also accepts a block of the other expandable size
+ * class: for the miss chain once growing the request's class failed. */
+struct block *free_pool_best_fit_other_class(struct gpucache_allocator *allocator,
+                                             enum pool_kind pool, gpucache_stream stream,
+                                             size_t size);
 /* The first free block of `stream` in `pool` of at least `size`, or NULL. */
 struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
                                     gpucache_stream stream, size_t size);

@@ -792,25 +792,6 @@ static bool in_class_of_request(const struct gpucache_allocator *allocator,
            in_size_class(allocator, block->pool, size);
 }
 
-/* Grows the segments of the request's size class for it, as the miss path
- * would (within the memory fraction), and puts the block in the free tree;
- * NULL when that fails. */
-static struct block *grow_in_size_class(struct gpucache_allocator *allocator,
-                                        enum pool_kind pool, gpucache_stream stream,
-                                        size_t size)
-{
-    uint64_t reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
-    if (allocator->allowed_memory_maximum != UINT64_MAX &&
-        reserved + size_policy_segment_size(allocator->config, size) >
-            allocator->allowed_memory_maximum)
-        return NULL;
-    struct block *block = NULL;
-    if (expandable_pool_acquire(allocator, pool, stream, size, &block) != GPUCACHE_SUCCESS)
-        return NULL;
-    free_pool_insert(allocator, block);
-    return block;
-}
-
 /* PyTorch's walk from the smallest fitting block `found`: the next larger
  * blocks of the stream (of the request's size class) are taken while each
  * could grow to less than the one before. */
@@ -829,8 +810,9 @@ static struct block *prefer_fixed_blocks(const struct gpucache_allocator *alloca
     return found;
 }
 
-struct block *expandable_pool_choose_free_block(struct gpucache_allocator *allocator,
-                                               struct block *found, size_t size)
+struct block *expandable_pool_choose_free_block(const struct gpucache_allocator *allocator,
+                                               struct block *found, size_t size,
+                                               bool other_class)
 {
     if (!in_expandable_segment(found))
         return found; /* plain segments: no walk on the hot path */
@@ -842,11 +824,11 @@ struct block *expandable_pool_choose_free_block(struct gpucache_allocator *alloc
         fitting = RB_NEXT(free_tree, NULL, fitting);
     if (fitting != NULL && fitting->stream == found->stream && in_expandable_segment(fitting))
         return prefer_fixed_blocks(allocator, fitting, size);
-    /* Nothing free in the request's class: grow that class now rather than
-     * cut a block of the other; when growth fails, the other class's block
-     * serves, so the key never turns a fitting free block into an OOM. */
-    struct block *grown = grow_in_size_class(allocator, found->pool, found->stream, size);
-    return grown != NULL ? grown : prefer_fixed_blocks(allocator, found, size);
+    /* Nothing free in the request's class: the miss chain grows that class
+     * rather than cut a block of the other; when growth fails, the other
+     * class's block serves, so the key never turns a fitting free block
+     * into an OOM. */
+    return other_class ? prefer_fixed_blocks(allocator, found, size) : NULL;
 }
 
 /* Whether work on the stream of a free block may still use it (it was

@@ -26,12 +26,13 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
  * it could grow to, so the next larger blocks of the same stream are taken
  * while each could grow to less than the one before, keeping growable
  * tails for requests that need them. With expandable_segments_size_class_mb
- * only blocks of the request's size class qualify; when none is free, that
- * class grows (the new block is returned, in the free tree), and only when
- * growth fails does a block of the other class serve. `found` itself when
- * it is not expandable. */
-struct block *expandable_pool_choose_free_block(struct gpucache_allocator *allocator,
-                                               struct block *found, size_t size);
+ * only blocks of the request's size class qualify (NULL when none is free:
+ * the miss chain grows that class), unless `other_class`, which the miss
+ * chain sets once growth has failed. `found` itself when it is not
+ * expandable. Never maps memory. */
+struct block *expandable_pool_choose_free_block(const struct gpucache_allocator *allocator,
+                                               struct block *found, size_t size,
+                                               bool other_class);
 
 /* Unmaps the whole pages of every free block of every expandable segment,
  * after the work of each segment's stream that may still touch them is done;

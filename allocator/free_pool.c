@@ -116,23 +116,37 @@ struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum p
     return found != NULL && found->stream == stream ? found : NULL;
 }
 
+static struct block *best_fit(struct gpucache_allocator *allocator, struct pool *pool,
+                              gpucache_stream stream, size_t size, bool other_class)
+{
+    struct block *found = lower_bound(pool, stream, size);
+    if (found == NULL || found->stream != stream)
+        return NULL;
+    /* The call, across files, costs more than the test on the hot path. */
+    if (found->segment->kind == SEGMENT_EXPANDABLE &&
+        (found = expandable_pool_choose_free_block(allocator, found, size, other_class)) == NULL)
+        return NULL;
+    /* The set is size-ordered, so when the smallest fitting block breaks the
+     * oversize rules no acceptable block exists. */
+    if (!oversize_rules_accept(allocator, size, found->size))
+        return NULL;
+    return found;
+}
+
 struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool_kind,
                                  gpucache_stream stream, size_t size)
 {
     struct pool *pool = &allocator->pools[pool_kind];
     if (allocator->gc_enabled)
         pool->gc_clock++;
-    struct block *found = lower_bound(pool, stream, size);
-    if (found == NULL || found->stream != stream)
-        return NULL;
-    /* The call, across files, costs more than the test on the hot path. */
-    if (found->segment->kind == SEGMENT_EXPANDABLE)
-        found = expandable_pool_choose_free_block(allocator, found, size);
-    /* The set is size-ordered, so when the smallest fitting block breaks the
-     * oversize rules no acceptable block exists. */
-    if (!oversize_rules_accept(allocator, size, found->size))
-        return NULL;
-    return found;
+    return best_fit(allocator, pool, stream, size, false);
+}
+
+struct block *free_pool_best_fit_other_class(struct gpucache_allocator *allocator,
+                                             enum pool_kind pool_kind, gpucache_stream stream,
+                                             size_t size)
+{
+    return best_fit(allocator, &allocator->pools[pool_kind], stream, size, true);
 }
 
 struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,

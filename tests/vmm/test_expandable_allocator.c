@@ -774,6 +774,25 @@ Test(vmm_allocator, size_classes_fall_back_to_the_other_class_when_growth_fails)
     expect_consistent();
 }
 
+/* A lookup never grows memory: with nothing free in the request's class,
+ * the miss chain first waits for the synchronous free that holds a fitting
+ * block of that class, and only then would it grow. */
+Test(vmm_allocator, size_classes_grow_only_after_the_miss_chain_waits)
+{
+    config.expandable_segments_size_class = 50 * MiB;
+    start();
+    uint64_t small = allocate(4 * MiB);
+    allocate(16 * MiB); /* the small class's 20 MiB growth is full */
+    uint64_t slot = allocate(100 * MiB);
+    allocate(100 * MiB);
+    release_now(slot); /* free, but of the other class */
+    release(small);    /* pending until its epoch's fence */
+    unsigned long growths = stats().num_device_alloc;
+    cr_expect_eq(allocate(4 * MiB), small, "the synchronous free serves after the wait");
+    cr_expect_eq(stats().num_device_alloc, growths, "nothing was mapped for the request");
+    expect_consistent();
+}
+
 /* PyTorch's best fit in expandable segments judges a free block followed by
  * unmapped space by what it could grow to, so a larger free block elsewhere
  * is taken and the growable tail is kept. */
