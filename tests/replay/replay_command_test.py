@@ -698,6 +698,36 @@ class RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
+def recording_start(snapshot, device):
+    """The state PyTorch's allocator was in when the recording began: the
+    final segments minus those the trace created, and the blocks live then
+    (the final ones, less what the trace allocated, plus what it freed
+    without allocating), found by walking the trace backwards."""
+    trace = snapshot["device_traces"][device]
+    segments = [s for s in snapshot["segments"] if s["device"] == device]
+    live = {}
+    for segment in segments:
+        address = segment["address"]
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                live[address] = block["size"]
+            address += block["size"]
+    created = 0
+    for entry in reversed(trace):
+        if entry["action"] == "alloc":
+            live.pop(entry["addr"], None)
+        elif entry["action"] == "free_completed":
+            live[entry["addr"]] = entry["size"]
+        elif entry["action"] in ("segment_alloc", "segment_map"):
+            created += entry["size"]
+    return sum(s["total_size"] for s in segments) - created, sum(live.values())
+
+
+def allocated_requests(segments):
+    return sorted(b["requested_size"] for s in segments for b in s["blocks"]
+                  if b["state"] == "active_allocated")
+
+
 def case_shared_traces(tool, _workdir, traces):
     folder = os.path.join(traces, "pytorch-snapshots")
     if not os.path.isdir(folder):
@@ -709,35 +739,62 @@ def case_shared_traces(tool, _workdir, traces):
         path = os.path.join(folder, name)
         with open(path, "rb") as source:
             snapshot = RestrictedUnpickler(source).load()
-        report = replay_json(tool, path, "--conf", "", "--conf", "expandable_segments:True")
+        # The replay's first column runs with the configuration PyTorch
+        # recorded under, so its figures are comparable with PyTorch's.
+        settings = snapshot.get("allocator_settings", {})
+        recorded_conf = settings.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        check(not settings.get("expandable_segments", False) or "expandable_segments:True"
+              in recorded_conf.replace(" ", ""),
+              f"{name}: recorded with expandable segments set outside PYTORCH_CUDA_ALLOC_CONF")
+        report = replay_json(tool, path, "--conf", recorded_conf,
+                             "--conf", "expandable_segments:True")
         check(report["events"] > 0, f"{name}: no events")
         default = report["configurations"][0]
         check(all(c["completed"] for c in report["configurations"]), f"{name}: did not complete")
-        # These recordings never freed a segment, so the replay must end
-        # with the segments PyTorch had: same count, same bytes.
-        segments = [s for s in snapshot["segments"] if s["device"] == report["device"]]
+        device = report["device"]
+        segments = [s for s in snapshot["segments"] if s["device"] == device]
+        total = sum(s["total_size"] for s in segments)
+        check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
+              f"{name}: rounded peak below requested peak")
+        # Whatever came before the recording, the blocks live at its end are
+        # the trace's and the inferred ones: the same requests as PyTorch's.
+        check(allocated_requests(default["segments"]) == allocated_requests(segments),
+              f"{name}: the final allocated blocks differ from PyTorch's")
+        reserved_at_start, live_at_start = recording_start(snapshot, device)
+        figures = (f"{name}: {report['events']} events, {report['inferred_allocations']} "
+                   f"inferred; PyTorch {len(segments)} segments, {total} bytes "
+                   f"({reserved_at_start} reserved and {live_at_start} live when the "
+                   "recording began); replay " +
+                   ", ".join(f"{c['configuration'] or 'default'}: "
+                             f"{stat(c, 'num_device_alloc')} segments, peak reserved "
+                             f"{stat(c, 'reserved_bytes.all.peak')}, peak allocated "
+                             f"{stat(c, 'allocated_bytes.all.peak')}"
+                             for c in report["configurations"]))
+        print(figures)
+        if reserved_at_start > 0 or report["inferred_allocations"] > 0:
+            # PyTorch's segments are the product of a history the trace does
+            # not hold (the segments existed, partly free, when the recording
+            # began, with 14-39 % of it free on the shared snapshots), so a
+            # replay from an empty device cannot be required to end with
+            # them; the counts are printed above, not compared.
+            check(stat(default, "reserved_bytes.all.peak") >= live_at_start,
+                  f"{name}: peak reserved below the bytes live when the recording began")
+            continue
+        # The trace holds the allocator's whole life (every segment's
+        # creation, no earlier allocation), so the replay must end exactly
+        # where PyTorch did: same segments, every block where PyTorch put it.
         check(stat(default, "num_device_alloc") == len(segments),
               f"{name}: {stat(default, 'num_device_alloc')} segments, PyTorch had {len(segments)}")
-        total = sum(s["total_size"] for s in segments)
         check(stat(default, "reserved_bytes.all.peak") == total,
               f"{name}: peak reserved {stat(default, 'reserved_bytes.all.peak')}, PyTorch "
               f"reserved {total}")
-        check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
-              f"{name}: rounded peak below requested peak")
-        sizes = sorted(s["total_size"] for s in segments)
-        check(sorted(s["total_size"] for s in default["segments"]) == sizes,
-              f"{name}: segment sizes differ from PyTorch's")
-        if report["inferred_allocations"] == 0:
-            # Nothing had to be guessed: every block of every segment must be
-            # where PyTorch's allocator put it.
-            def layout(segment_list):
-                return sorted((s["total_size"], s["segment_type"],
-                               [(b["size"], b["state"]) for b in s["blocks"]])
-                              for s in segment_list)
-            check(layout(default["segments"]) == layout(segments),
-                  f"{name}: final blocks differ from PyTorch's")
-        print(f"{name}: {report['events']} events, peak allocated "
-              f"{stat(default, 'allocated_bytes.all.peak')}, peak reserved {total}")
+
+        def layout(segment_list):
+            return sorted((s["total_size"], s["segment_type"],
+                           [(b["size"], b["state"]) for b in s["blocks"]])
+                          for s in segment_list)
+        check(layout(default["segments"]) == layout(segments),
+              f"{name}: final blocks differ from PyTorch's")
     return 0
 
 
