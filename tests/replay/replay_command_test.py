@@ -486,13 +486,58 @@ def case_svg(tool, workdir, _traces):
     check(reserved[-1] == min(reserved) < min(allocated), "reserved must end at its peak")
     check(max(allocated) > allocated[len(allocated) // 2 - 1], "allocated must fall to 0")
     check(not list(root.iter(namespace + "path")), "no failure mark when all completed")
-    result = run(tool, "--svg", image, "--device-memory", "100MiB", path)
+    stopped = os.path.join(workdir, "stopped.svg")
+    result = run(tool, "--svg", stopped, "--device-memory", "100MiB", path)
     marks = [mark.find(namespace + "title").text
-             for mark in ElementTree.parse(image).getroot().iter(namespace + "path")]
+             for mark in ElementTree.parse(stopped).getroot().iter(namespace + "path")]
     check(marks == ["default: stopped at event 6"], f"failure marks {marks}")
     unwritable = os.path.join(workdir, "absent", "curves.svg")
-    expect_error(tool, path, f"gpucache replay: --svg: cannot write '{unwritable}': No such file "
+    expect_error(tool, path, f"gpucache: cannot write the chart to {unwritable}: No such file "
                  "or directory", "--svg", unwritable)
+
+
+EXISTS = "the file exists (gpucache never overwrites a file; remove it or put %p in the path)"
+LINK = "the path is a symbolic link (gpucache never follows one)"
+
+
+def refused_paths(workdir, name):
+    """An existing file, a symlink to an existing file and a dangling
+    symlink, each with what must still be there afterwards."""
+    folder = tempfile.mkdtemp(dir=workdir)
+    existing = os.path.join(folder, name)
+    with open(existing, "w") as out:
+        out.write("mine")
+    target = os.path.join(folder, "target")
+    with open(target, "w") as out:
+        out.write("theirs")
+    linked = os.path.join(folder, "linked-" + name)
+    os.symlink(target, linked)
+    dangling = os.path.join(folder, "dangling-" + name)
+    os.symlink(os.path.join(folder, "nowhere"), dangling)
+    return [(existing, EXISTS, lambda: open(existing).read() == "mine"),
+            (linked, LINK, lambda: open(target).read() == "theirs"),
+            (dangling, LINK, lambda: not os.path.exists(os.path.join(folder, "nowhere")))]
+
+
+def case_output_files(tool, workdir, _traces):
+    """--svg and --snapshot never write over an existing file nor through a
+    symlink, and say so before replaying: one line naming the path."""
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    for option, what, name in (("--svg", "chart", "curves.svg"),
+                               ("--snapshot", "snapshot", "final.pickle")):
+        for target, reason, untouched in refused_paths(workdir, name):
+            expect_error(tool, path, f"gpucache: cannot write the {what} to {target}: {reason}",
+                         option, target)
+            check(untouched(), f"{option} {target}: overwritten")
+    # With several configurations every FILE-N.ext is checked before the
+    # first replay: the second one existing stops everything, the first is
+    # not written.
+    for target, reason, untouched in refused_paths(workdir, "final-2.json"):
+        wanted = target[:-len("-2.json")] + ".json"
+        first = target[:-len("-2.json")] + "-1.json"
+        expect_error(tool, path, f"gpucache: cannot write the snapshot to {target}: {reason}",
+                     "--conf", "", "--conf", "max_split_size_mb:40", "--snapshot", wanted)
+        check(untouched() and not os.path.exists(first), f"{target}: written")
 
 
 def random_trace(path, events, seed):
@@ -818,6 +863,7 @@ CASES = {
     "pickle-refusal": case_pickle_refusal,
     "corrupt-input": case_corrupt_input,
     "shared-traces": case_shared_traces,
+    "output-files": case_output_files,
 }
 
 
