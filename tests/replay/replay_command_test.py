@@ -675,6 +675,85 @@ def case_snapshot_errors(tool, workdir, _traces):
                  "object")
 
 
+def case_wide_integers(tool, workdir, _traces):
+    """Integers of any size are accepted where the replay does not read them
+    (a real snapshot's frame line is 2**64 - 1, a LONG1 of 9 bytes), and
+    refused, with the position, in the fields it does read."""
+    huge = [2 ** 64 - 1, -(2 ** 70), 10 ** 40, -1]
+    snapshot = snapshot_scenario().snapshot()
+    for index, entry in enumerate(snapshot["device_traces"][0]):
+        entry["frames"] = [{"name": "f", "filename": "f.py", "line": huge[index % len(huge)]}]
+    snapshot["segments"][0]["frames"] = [{"line": 2 ** 64 - 1}]
+    path = os.path.join(workdir, "wide.pickle")
+    data = pickle.dumps(snapshot, protocol=4)
+    lengths = {len(argument) for opcode, argument, _ in pickletools.genops(data)
+               if opcode.name == "LONG1" and isinstance(argument, int)
+               for argument in [argument.to_bytes((argument.bit_length() + 8) // 8, "little",
+                                                  signed=True)]}
+    check(9 in lengths and max(lengths) > 9, f"the test pickle has LONG1 lengths {lengths}")
+    with open(path, "wb") as out:
+        out.write(data)
+    check_snapshot_result(replay_json(tool, path), "huge frame lines (pickle)")
+    path = os.path.join(workdir, "wide.json")
+    with open(path, "w") as out:
+        json.dump(snapshot, out)
+    check_snapshot_result(replay_json(tool, path), "huge frame lines (JSON)")
+    # Where the value matters it must fit: 'size' and 'addr' of a trace
+    # entry, 'address' of a segment.
+    for where, place, key in (("device_traces[0][3]", lambda s: s["device_traces"][0][3], "size"),
+                              ("device_traces[0][4]", lambda s: s["device_traces"][0][4], "addr"),
+                              ("segments[1]", lambda s: s["segments"][1], "address")):
+        for value in (2 ** 64, -(2 ** 80)):
+            broken = snapshot_scenario().snapshot()
+            place(broken)[key] = value
+            path = os.path.join(workdir, "too_wide.pickle")
+            with open(path, "wb") as out:
+                pickle.dump(broken, out, protocol=2)
+            expect_error(tool, path, f"gpucache replay: {path}: {where}: '{key}' does not fit in "
+                         "64 bits (expected an int from -2^63 to 2^63 - 1)")
+
+
+def aliasing_pickle(segment_references, block_references):
+    """A snapshot whose memo makes one segment dict stand for many, and its
+    block list one block many times: pickle writes each object once and a
+    BINGET for every further reference."""
+    block = {"address": 0, "size": 512, "requested_size": 512, "state": "inactive", "frames": []}
+    segment = {"device": 0, "address": 1 << 40, "total_size": 512 * block_references,
+               "stream": 0, "segment_type": "small", "blocks": [block] * block_references}
+    return pickle.dumps({"segments": [segment] * segment_references, "device_traces": [[]]},
+                        protocol=4)
+
+
+def case_memo_expansion(tool, workdir, _traces):
+    """A 220 KB pickle that expands to 10**9 blocks through its memo is
+    refused after a number of visits bounded by its size (the message names
+    that number), not replayed for minutes."""
+    data = aliasing_pickle(100000, 10000)
+    check(200_000 < len(data) < 240_000, f"the aliasing pickle has {len(data)} bytes")
+    path = os.path.join(workdir, "aliasing.pickle")
+    with open(path, "wb") as out:
+        out.write(data)
+    limit = 4 * len(data)
+    # Each segment and block is charged one visit, and one per key: the
+    # refusal comes at the first block beyond the limit, not after 10**9.
+    charged_per_segment = 1 + 6 + 10000 * (1 + 5)
+    segment, rest = divmod(limit, charged_per_segment)
+    block = (rest - 7) // 6
+    result = subprocess.run([tool, "replay", path], capture_output=True, text=True, timeout=10,
+                            check=False)
+    check(result.returncode == 2 and result.stdout == "",
+          f"exit {result.returncode}: {result.stderr!r}")
+    check(result.stderr == f"gpucache replay: {path}: segments[{segment}].blocks[{block}]: the "
+          f"snapshot expands to more than {limit} values (4 per byte of the file): its memo "
+          "repeats the same segments, blocks or trace entries (expected each once)\n",
+          f"stderr {result.stderr!r}")
+    # A few repeats stay well within the bound and replay.
+    path = os.path.join(workdir, "few.pickle")
+    with open(path, "wb") as out:
+        out.write(aliasing_pickle(3, 4))
+    replay_json(tool, path)
+
+
 def first_opcode_offset(data, names):
     for opcode, _argument, position in pickletools.genops(data):
         if opcode.name in names:
@@ -864,6 +943,8 @@ CASES = {
     "corrupt-input": case_corrupt_input,
     "shared-traces": case_shared_traces,
     "output-files": case_output_files,
+    "wide-integers": case_wide_integers,
+    "memo-expansion": case_memo_expansion,
 }
 
 
