@@ -20,12 +20,24 @@ struct gpucache_config;
 
 /* ---- Files ------------------------------------------------------------- */
 
-/* Opens a new report file for `pattern` ("%p" expanded to `pid`), created
- * with O_CREAT|O_EXCL|O_NOFOLLOW so an existing file or a symlink is never
- * written through; "stderr" (when `stderr_allowed`) gives 2. On failure writes
- * one line "gpucache: cannot write the <what> to <path>: <reason>" to
- * stderr with write(2) and returns -1. */
+/* The one function that creates a file gpucache writes: O_CREAT|O_EXCL|
+ * O_NOFOLLOW, so an existing file is never overwritten and a symlink as the
+ * final component is never followed (O_EXCL refuses any existing name, a
+ * dangling link too; directories above it are resolved as usual). On
+ * failure writes one line "gpucache: cannot write the <what> to <path>:
+ * <reason>" to stderr with write(2) and returns -1. */
+int gpucache_output_create(const char *path, const char *what);
+
+/* gpucache_output_create for `pattern` with "%p" expanded to `pid`;
+ * "stderr" (when `stderr_allowed`) gives 2. */
 int gpucache_report_open(const char *pattern, long pid, bool stderr_allowed, const char *what);
+
+/* Whether gpucache_report_open(pattern, pid, ...) could create its file now
+ * (the name is free, not a symlink, in a writable directory), so a command
+ * refuses a bad output path before hours of work; otherwise says why in
+ * gpucache_output_create's line and returns false. The open itself still
+ * refuses a file created in between. */
+bool gpucache_report_path_is_free(const char *pattern, long pid, const char *what);
 
 /* Closes what gpucache_report_open returned (never closes stderr). */
 void gpucache_report_close(int fd);

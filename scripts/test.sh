@@ -45,8 +45,11 @@ echo "fuzz: configuration parser, $(grep -c . fuzz-config.log) log lines, no cra
 echo "== fuzzing the trace readers (CSV, pickle, JSON)"
 ninja -C build-fuzz tools/replay/fuzz_trace_readers >/dev/null
 mkdir -p build-fuzz/trace-corpus
+# Seeds in tools/replay/fuzz-corpus/ share objects through the pickle memo;
+# 64 KiB inputs leave room to grow lists of references past the readers'
+# bound on work.
 build-fuzz/tools/replay/fuzz_trace_readers -max_total_time="${GPUCACHE_FUZZ_SECONDS:-30}" \
-    -max_len=4096 build-fuzz/trace-corpus >fuzz-traces.log 2>&1 \
+    -max_len=65536 build-fuzz/trace-corpus tools/replay/fuzz-corpus/ >fuzz-traces.log 2>&1 \
     || { tail -40 fuzz-traces.log; exit 1; }
 echo "fuzz: trace readers, $(grep -c . fuzz-traces.log) log lines, no crash"
 echo "all suites passed"

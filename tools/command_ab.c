@@ -401,6 +401,39 @@ static bool copy_to_new_file(const char *from, const char *to)
     return ok;
 }
 
+/* The file --snapshot names for the number-th cached column of `count`:
+ * FILE itself for one, FILE-N.ext for several. */
+static bool snapshot_path(const char *path, size_t number, size_t count, char *out, size_t size)
+{
+    if (count == 1) {
+        int length = snprintf(out, size, "%s", path);
+        return length >= 0 && (size_t)length < size;
+    }
+    char tag[32];
+    snprintf(tag, sizeof tag, "-%zu", number);
+    return gpucache_report_tagged_path(path, tag, out, size);
+}
+
+/* Refuses an output path that exists, is a symlink or cannot be created
+ * before the first run, not after all of them. */
+static bool output_paths_free(const struct options *options, size_t cached_columns)
+{
+    if (options->svg_path &&
+        !gpucache_report_path_is_free(options->svg_path, (long)getpid(), "chart"))
+        return false;
+    for (size_t number = 1; options->snapshot_path && number <= cached_columns; number++) {
+        char path[PATH_MAX + 64];
+        if (!snapshot_path(options->snapshot_path, number, cached_columns, path, sizeof path)) {
+            fprintf(stderr, "gpucache ab: --snapshot: the path '%s' is too long\n",
+                    options->snapshot_path);
+            return false;
+        }
+        if (!gpucache_report_path_is_free(path, (long)getpid(), "snapshot"))
+            return false;
+    }
+    return true;
+}
+
 static void show_progress(bool terminal, size_t done, size_t total, const char *label)
 {
     if (!terminal)
@@ -449,6 +482,10 @@ int command_ab(int argc, char **argv)
         fprintf(stderr, "gpucache ab: %s\n", why);
         free(options.configurations);
         return 127;
+    }
+    if (!output_paths_free(&options, options.configuration_count)) {
+        free(options.configurations);
+        return 2;
     }
     size_t column_count = options.configuration_count + options.baseline;
     struct column *columns = calloc(column_count, sizeof *columns);
@@ -558,12 +595,8 @@ int command_ab(int argc, char **argv)
                 if (program_succeeded(&columns[index].runs[run]) &&
                     columns[index].runs[run].snapshot[0])
                     last = &columns[index].runs[run];
-            char path[PATH_MAX + 64], tag[32];
-            snprintf(tag, sizeof tag, "-%zu", number);
-            if (cached_columns > 1)
-                gpucache_report_tagged_path(options.snapshot_path, tag, path, sizeof path);
-            else
-                snprintf(path, sizeof path, "%s", options.snapshot_path);
+            char path[PATH_MAX + 64];
+            snapshot_path(options.snapshot_path, number, cached_columns, path, sizeof path);
             if (!last) {
                 fprintf(stderr, "gpucache ab: no snapshot for %s: no run succeeded with one\n",
                         columns[index].label);

@@ -18,6 +18,7 @@
 
 #include "data_tree.h"
 #include "gpucache_config.h"
+#include "gpucache_report.h"
 #include "json_reader.h"
 
 bool program_configuration_usable(const char *configuration, char *why, size_t why_size)
@@ -227,10 +228,25 @@ bool program_run(const struct program_request *request, struct program_result *r
     const char *existing = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", existing && *existing ? existing : "",
              existing && *existing ? ":" : "", request->library);
+    /* The program's output goes to a new file in the run's private
+     * directory, created here so a failure is the command's, not the
+     * child's. */
+    int output = -1;
+    if (request->capture_output) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/output", request->directory);
+        output = gpucache_output_create(path, "program's output");
+        if (output < 0) {
+            snprintf(why, why_size, "cannot capture the program's output in %s", path);
+            return false;
+        }
+    }
     /* The child tells a failed exec through this pipe (closed on success). */
     int status_pipe[2];
     if (pipe2(status_pipe, O_CLOEXEC) != 0) {
         snprintf(why, why_size, "cannot create a pipe: %s", strerror(errno));
+        if (output >= 0)
+            close(output);
         return false;
     }
     fflush(NULL);
@@ -240,20 +256,19 @@ bool program_run(const struct program_request *request, struct program_result *r
         snprintf(why, why_size, "cannot start a process: %s", strerror(errno));
         close(status_pipe[0]);
         close(status_pipe[1]);
+        if (output >= 0)
+            close(output);
         return false;
     }
+    if (child > 0 && output >= 0)
+        close(output);
     if (child == 0) {
         close(status_pipe[0]);
         setenv("LD_PRELOAD", preload, 1);
         setenv("GPUCACHE_ALLOC_CONF", configuration, 1);
-        if (request->capture_output) {
-            char path[PATH_MAX + 64];
-            snprintf(path, sizeof path, "%s/output", request->directory);
-            int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-            if (fd >= 0) {
-                dup2(fd, STDOUT_FILENO);
-                dup2(fd, STDERR_FILENO);
-            }
+        if (output >= 0) {
+            dup2(output, STDOUT_FILENO);
+            dup2(output, STDERR_FILENO);
         }
         execvp(request->argv[0], request->argv);
         int error = errno;

@@ -486,13 +486,58 @@ def case_svg(tool, workdir, _traces):
     check(reserved[-1] == min(reserved) < min(allocated), "reserved must end at its peak")
     check(max(allocated) > allocated[len(allocated) // 2 - 1], "allocated must fall to 0")
     check(not list(root.iter(namespace + "path")), "no failure mark when all completed")
-    result = run(tool, "--svg", image, "--device-memory", "100MiB", path)
+    stopped = os.path.join(workdir, "stopped.svg")
+    result = run(tool, "--svg", stopped, "--device-memory", "100MiB", path)
     marks = [mark.find(namespace + "title").text
-             for mark in ElementTree.parse(image).getroot().iter(namespace + "path")]
+             for mark in ElementTree.parse(stopped).getroot().iter(namespace + "path")]
     check(marks == ["default: stopped at event 6"], f"failure marks {marks}")
     unwritable = os.path.join(workdir, "absent", "curves.svg")
-    expect_error(tool, path, f"gpucache replay: --svg: cannot write '{unwritable}': No such file "
+    expect_error(tool, path, f"gpucache: cannot write the chart to {unwritable}: No such file "
                  "or directory", "--svg", unwritable)
+
+
+EXISTS = "the file exists (gpucache never overwrites a file; remove it or put %p in the path)"
+LINK = "the path is a symbolic link (gpucache never follows one)"
+
+
+def refused_paths(workdir, name):
+    """An existing file, a symlink to an existing file and a dangling
+    symlink, each with what must still be there afterwards."""
+    folder = tempfile.mkdtemp(dir=workdir)
+    existing = os.path.join(folder, name)
+    with open(existing, "w") as out:
+        out.write("mine")
+    target = os.path.join(folder, "target")
+    with open(target, "w") as out:
+        out.write("theirs")
+    linked = os.path.join(folder, "linked-" + name)
+    os.symlink(target, linked)
+    dangling = os.path.join(folder, "dangling-" + name)
+    os.symlink(os.path.join(folder, "nowhere"), dangling)
+    return [(existing, EXISTS, lambda: open(existing).read() == "mine"),
+            (linked, LINK, lambda: open(target).read() == "theirs"),
+            (dangling, LINK, lambda: not os.path.exists(os.path.join(folder, "nowhere")))]
+
+
+def case_output_files(tool, workdir, _traces):
+    """--svg and --snapshot never write over an existing file nor through a
+    symlink, and say so before replaying: one line naming the path."""
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    for option, what, name in (("--svg", "chart", "curves.svg"),
+                               ("--snapshot", "snapshot", "final.pickle")):
+        for target, reason, untouched in refused_paths(workdir, name):
+            expect_error(tool, path, f"gpucache: cannot write the {what} to {target}: {reason}",
+                         option, target)
+            check(untouched(), f"{option} {target}: overwritten")
+    # With several configurations every FILE-N.ext is checked before the
+    # first replay: the second one existing stops everything, the first is
+    # not written.
+    for target, reason, untouched in refused_paths(workdir, "final-2.json"):
+        wanted = target[:-len("-2.json")] + ".json"
+        first = target[:-len("-2.json")] + "-1.json"
+        expect_error(tool, path, f"gpucache: cannot write the snapshot to {target}: {reason}",
+                     "--conf", "", "--conf", "max_split_size_mb:40", "--snapshot", wanted)
+        check(untouched() and not os.path.exists(first), f"{target}: written")
 
 
 def random_trace(path, events, seed):
@@ -630,6 +675,85 @@ def case_snapshot_errors(tool, workdir, _traces):
                  "object")
 
 
+def case_wide_integers(tool, workdir, _traces):
+    """Integers of any size are accepted where the replay does not read them
+    (a real snapshot's frame line is 2**64 - 1, a LONG1 of 9 bytes), and
+    refused, with the position, in the fields it does read."""
+    huge = [2 ** 64 - 1, -(2 ** 70), 10 ** 40, -1]
+    snapshot = snapshot_scenario().snapshot()
+    for index, entry in enumerate(snapshot["device_traces"][0]):
+        entry["frames"] = [{"name": "f", "filename": "f.py", "line": huge[index % len(huge)]}]
+    snapshot["segments"][0]["frames"] = [{"line": 2 ** 64 - 1}]
+    path = os.path.join(workdir, "wide.pickle")
+    data = pickle.dumps(snapshot, protocol=4)
+    lengths = {len(argument) for opcode, argument, _ in pickletools.genops(data)
+               if opcode.name == "LONG1" and isinstance(argument, int)
+               for argument in [argument.to_bytes((argument.bit_length() + 8) // 8, "little",
+                                                  signed=True)]}
+    check(9 in lengths and max(lengths) > 9, f"the test pickle has LONG1 lengths {lengths}")
+    with open(path, "wb") as out:
+        out.write(data)
+    check_snapshot_result(replay_json(tool, path), "huge frame lines (pickle)")
+    path = os.path.join(workdir, "wide.json")
+    with open(path, "w") as out:
+        json.dump(snapshot, out)
+    check_snapshot_result(replay_json(tool, path), "huge frame lines (JSON)")
+    # Where the value matters it must fit: 'size' and 'addr' of a trace
+    # entry, 'address' of a segment.
+    for where, place, key in (("device_traces[0][3]", lambda s: s["device_traces"][0][3], "size"),
+                              ("device_traces[0][4]", lambda s: s["device_traces"][0][4], "addr"),
+                              ("segments[1]", lambda s: s["segments"][1], "address")):
+        for value in (2 ** 64, -(2 ** 80)):
+            broken = snapshot_scenario().snapshot()
+            place(broken)[key] = value
+            path = os.path.join(workdir, "too_wide.pickle")
+            with open(path, "wb") as out:
+                pickle.dump(broken, out, protocol=2)
+            expect_error(tool, path, f"gpucache replay: {path}: {where}: '{key}' does not fit in "
+                         "64 bits (expected an int from -2^63 to 2^63 - 1)")
+
+
+def aliasing_pickle(segment_references, block_references):
+    """A snapshot whose memo makes one segment dict stand for many, and its
+    block list one block many times: pickle writes each object once and a
+    BINGET for every further reference."""
+    block = {"address": 0, "size": 512, "requested_size": 512, "state": "inactive", "frames": []}
+    segment = {"device": 0, "address": 1 << 40, "total_size": 512 * block_references,
+               "stream": 0, "segment_type": "small", "blocks": [block] * block_references}
+    return pickle.dumps({"segments": [segment] * segment_references, "device_traces": [[]]},
+                        protocol=4)
+
+
+def case_memo_expansion(tool, workdir, _traces):
+    """A 220 KB pickle that expands to 10**9 blocks through its memo is
+    refused after a number of visits bounded by its size (the message names
+    that number), not replayed for minutes."""
+    data = aliasing_pickle(100000, 10000)
+    check(200_000 < len(data) < 240_000, f"the aliasing pickle has {len(data)} bytes")
+    path = os.path.join(workdir, "aliasing.pickle")
+    with open(path, "wb") as out:
+        out.write(data)
+    limit = 4 * len(data)
+    # Each segment and block is charged one visit, and one per key: the
+    # refusal comes at the first block beyond the limit, not after 10**9.
+    charged_per_segment = 1 + 6 + 10000 * (1 + 5)
+    segment, rest = divmod(limit, charged_per_segment)
+    block = (rest - 7) // 6
+    result = subprocess.run([tool, "replay", path], capture_output=True, text=True, timeout=10,
+                            check=False)
+    check(result.returncode == 2 and result.stdout == "",
+          f"exit {result.returncode}: {result.stderr!r}")
+    check(result.stderr == f"gpucache replay: {path}: segments[{segment}].blocks[{block}]: the "
+          f"snapshot expands to more than {limit} values (4 per byte of the file): its memo "
+          "repeats the same segments, blocks or trace entries (expected each once)\n",
+          f"stderr {result.stderr!r}")
+    # A few repeats stay well within the bound and replay.
+    path = os.path.join(workdir, "few.pickle")
+    with open(path, "wb") as out:
+        out.write(aliasing_pickle(3, 4))
+    replay_json(tool, path)
+
+
 def first_opcode_offset(data, names):
     for opcode, _argument, position in pickletools.genops(data):
         if opcode.name in names:
@@ -698,6 +822,36 @@ class RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
+def recording_start(snapshot, device):
+    """The state PyTorch's allocator was in when the recording began: the
+    final segments minus those the trace created, and the blocks live then
+    (the final ones, less what the trace allocated, plus what it freed
+    without allocating), found by walking the trace backwards."""
+    trace = snapshot["device_traces"][device]
+    segments = [s for s in snapshot["segments"] if s["device"] == device]
+    live = {}
+    for segment in segments:
+        address = segment["address"]
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                live[address] = block["size"]
+            address += block["size"]
+    created = 0
+    for entry in reversed(trace):
+        if entry["action"] == "alloc":
+            live.pop(entry["addr"], None)
+        elif entry["action"] == "free_completed":
+            live[entry["addr"]] = entry["size"]
+        elif entry["action"] in ("segment_alloc", "segment_map"):
+            created += entry["size"]
+    return sum(s["total_size"] for s in segments) - created, sum(live.values())
+
+
+def allocated_requests(segments):
+    return sorted(b["requested_size"] for s in segments for b in s["blocks"]
+                  if b["state"] == "active_allocated")
+
+
 def case_shared_traces(tool, _workdir, traces):
     folder = os.path.join(traces, "pytorch-snapshots")
     if not os.path.isdir(folder):
@@ -709,35 +863,62 @@ def case_shared_traces(tool, _workdir, traces):
         path = os.path.join(folder, name)
         with open(path, "rb") as source:
             snapshot = RestrictedUnpickler(source).load()
-        report = replay_json(tool, path, "--conf", "", "--conf", "expandable_segments:True")
+        # The replay's first column runs with the configuration PyTorch
+        # recorded under, so its figures are comparable with PyTorch's.
+        settings = snapshot.get("allocator_settings", {})
+        recorded_conf = settings.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        check(not settings.get("expandable_segments", False) or "expandable_segments:True"
+              in recorded_conf.replace(" ", ""),
+              f"{name}: recorded with expandable segments set outside PYTORCH_CUDA_ALLOC_CONF")
+        report = replay_json(tool, path, "--conf", recorded_conf,
+                             "--conf", "expandable_segments:True")
         check(report["events"] > 0, f"{name}: no events")
         default = report["configurations"][0]
         check(all(c["completed"] for c in report["configurations"]), f"{name}: did not complete")
-        # These recordings never freed a segment, so the replay must end
-        # with the segments PyTorch had: same count, same bytes.
-        segments = [s for s in snapshot["segments"] if s["device"] == report["device"]]
+        device = report["device"]
+        segments = [s for s in snapshot["segments"] if s["device"] == device]
+        total = sum(s["total_size"] for s in segments)
+        check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
+              f"{name}: rounded peak below requested peak")
+        # Whatever came before the recording, the blocks live at its end are
+        # the trace's and the inferred ones: the same requests as PyTorch's.
+        check(allocated_requests(default["segments"]) == allocated_requests(segments),
+              f"{name}: the final allocated blocks differ from PyTorch's")
+        reserved_at_start, live_at_start = recording_start(snapshot, device)
+        figures = (f"{name}: {report['events']} events, {report['inferred_allocations']} "
+                   f"inferred; PyTorch {len(segments)} segments, {total} bytes "
+                   f"({reserved_at_start} reserved and {live_at_start} live when the "
+                   "recording began); replay " +
+                   ", ".join(f"{c['configuration'] or 'default'}: "
+                             f"{stat(c, 'num_device_alloc')} segments, peak reserved "
+                             f"{stat(c, 'reserved_bytes.all.peak')}, peak allocated "
+                             f"{stat(c, 'allocated_bytes.all.peak')}"
+                             for c in report["configurations"]))
+        print(figures)
+        if reserved_at_start > 0 or report["inferred_allocations"] > 0:
+            # PyTorch's segments are the product of a history the trace does
+            # not hold (the segments existed, partly free, when the recording
+            # began, with 14-39 % of it free on the shared snapshots), so a
+            # replay from an empty device cannot be required to end with
+            # them; the counts are printed above, not compared.
+            check(stat(default, "reserved_bytes.all.peak") >= live_at_start,
+                  f"{name}: peak reserved below the bytes live when the recording began")
+            continue
+        # The trace holds the allocator's whole life (every segment's
+        # creation, no earlier allocation), so the replay must end exactly
+        # where PyTorch did: same segments, every block where PyTorch put it.
         check(stat(default, "num_device_alloc") == len(segments),
               f"{name}: {stat(default, 'num_device_alloc')} segments, PyTorch had {len(segments)}")
-        total = sum(s["total_size"] for s in segments)
         check(stat(default, "reserved_bytes.all.peak") == total,
               f"{name}: peak reserved {stat(default, 'reserved_bytes.all.peak')}, PyTorch "
               f"reserved {total}")
-        check(report["peak_live_bytes"] <= stat(default, "allocated_bytes.all.peak"),
-              f"{name}: rounded peak below requested peak")
-        sizes = sorted(s["total_size"] for s in segments)
-        check(sorted(s["total_size"] for s in default["segments"]) == sizes,
-              f"{name}: segment sizes differ from PyTorch's")
-        if report["inferred_allocations"] == 0:
-            # Nothing had to be guessed: every block of every segment must be
-            # where PyTorch's allocator put it.
-            def layout(segment_list):
-                return sorted((s["total_size"], s["segment_type"],
-                               [(b["size"], b["state"]) for b in s["blocks"]])
-                              for s in segment_list)
-            check(layout(default["segments"]) == layout(segments),
-                  f"{name}: final blocks differ from PyTorch's")
-        print(f"{name}: {report['events']} events, peak allocated "
-              f"{stat(default, 'allocated_bytes.all.peak')}, peak reserved {total}")
+
+        def layout(segment_list):
+            return sorted((s["total_size"], s["segment_type"],
+                           [(b["size"], b["state"]) for b in s["blocks"]])
+                          for s in segment_list)
+        check(layout(default["segments"]) == layout(segments),
+              f"{name}: final blocks differ from PyTorch's")
     return 0
 
 
@@ -761,6 +942,9 @@ CASES = {
     "pickle-refusal": case_pickle_refusal,
     "corrupt-input": case_corrupt_input,
     "shared-traces": case_shared_traces,
+    "output-files": case_output_files,
+    "wide-integers": case_wide_integers,
+    "memo-expansion": case_memo_expansion,
 }
 
 

@@ -54,10 +54,23 @@ Test(json_reader, reads_numbers)
     cr_assert_eq(list->sequence.items[1]->integer, -7);
     cr_assert_eq(list->sequence.items[2]->kind, DATA_INT);
     cr_assert_eq(list->sequence.items[2]->integer, INT64_MAX);
-    cr_assert_eq(list->sequence.items[3]->kind, DATA_FLOAT, "beyond 64 bits: a float");
+    cr_assert_eq(list->sequence.items[3]->kind, DATA_INT, "beyond 64 bits: still an int");
+    cr_assert(list->sequence.items[3]->too_wide);
+    cr_assert_not(list->sequence.items[2]->too_wide);
     cr_assert_float_eq(list->sequence.items[4]->real, 0.5, 0);
     cr_assert_float_eq(list->sequence.items[5]->real, -2000, 0);
     cr_assert_float_eq(list->sequence.items[6]->real, 100, 0);
+}
+
+Test(json_reader, keeps_integers_of_any_length)
+{
+    const struct data_value *list =
+        read_ok("[18446744073709551615, -9223372036854775809, "
+                "-123456789012345678901234567890123456789012345678901234567890123456789]");
+    for (size_t index = 0; index < 3; index++) {
+        cr_assert_eq(list->sequence.items[index]->kind, DATA_INT);
+        cr_assert(list->sequence.items[index]->too_wide, "item %zu", index);
+    }
 }
 
 Test(json_reader, decodes_escapes_including_surrogate_pairs)

@@ -196,8 +196,33 @@ Test(pickle_reader, rejects_malformed_structure)
     EXPECT_ERROR("\x80\x02"
                  "e.",
                  "byte 2: APPENDS without a MARK before it (malformed pickle)");
-    EXPECT_ERROR("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.",
-                 "byte 2: LONG1 holds an integer wider than 64 bits (not a memory snapshot value)");
+    EXPECT_ERROR("\x80\x02\x8b\x10\x00\x00\x00\x01\x02.",
+                 "byte 2: LONG4 is cut short: the file ends inside its operand");
+}
+
+Test(pickle_reader, keeps_integers_of_any_width)
+{
+    /* [2**64 - 1 (LONG1 of 9 bytes, a real frame's line), -1 in 9 bytes,
+     * -2**63 in 9 bytes, -2**64 (LONG1), 2**64 + 5 in a 20-byte LONG4,
+     * 2**63 in 9 bytes] */
+    READ_OK("\x80\x02]("
+            "\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00"
+            "\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+            "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\xff"
+            "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\xff"
+            "\x8b\x14\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+            "\x00\x00\x00\x00\x00"
+            "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00"
+            "e.");
+    const struct data_value *list = document.root;
+    cr_assert_eq(list->sequence.count, 6);
+    bool wide[] = {true, false, false, true, true, true};
+    for (size_t index = 0; index < 6; index++) {
+        cr_assert_eq(list->sequence.items[index]->kind, DATA_INT);
+        cr_assert_eq(list->sequence.items[index]->too_wide, wide[index], "item %zu", index);
+    }
+    cr_assert_eq(integer_at(list, 1), -1);
+    cr_assert_eq(integer_at(list, 2), INT64_MIN);
 }
 
 Test(pickle_reader, builds_empty_containers_from_a_mark_on_an_empty_stack)

@@ -245,10 +245,10 @@ def case_ab_charts(gpucache, program, checker, work, **_):
     if open(pickled, 'rb').read(2) != b'\x80\x02':
         fail('--snapshot .pickle did not write a pickle')
     check_snapshots(checker, [pickled])
-    # Existing files are not overwritten; the table is still printed.
+    # Existing files are not overwritten (case ab-refuses checks every path).
     before = open(svg).read()
-    again = run([gpucache, 'ab', '--svg', svg, '--', program, 'churn'], expect=1)
-    if open(svg).read() != before or 'file exists' not in again.stderr or 'exit status' not in again.stdout:
+    again = run([gpucache, 'ab', '--svg', svg, '--', program, 'churn'], expect=2)
+    if open(svg).read() != before or 'file exists' not in again.stderr or again.stdout:
         fail(f'existing chart: {again.stderr}')
 
 
@@ -357,24 +357,102 @@ def case_library_round_trip(program, library, gpucache, work, **_):
                      f'recorded {recorded[key]}')
 
 
+EXISTS = 'the file exists (gpucache never overwrites a file; remove it or put %p in the path)'
+LINK = 'the path is a symbolic link (gpucache never follows one)'
+
+
+def refused_paths(work, name):
+    """An existing file, a symlink to an existing file and a dangling
+    symlink named `name` (each in a folder of its own), with the reason each
+    must be refused for and a check that nothing was written."""
+    cases = []
+    for kind in ('existing', 'linked', 'dangling'):
+        folder = tempfile.mkdtemp(dir=work)
+        path, target = f'{folder}/{name}', f'{folder}/target'
+        if kind == 'existing':
+            open(path, 'w').write('mine')
+            cases.append((folder, path, EXISTS, lambda p=path: open(p).read() == 'mine'))
+        elif kind == 'linked':
+            open(target, 'w').write('theirs')
+            os.symlink(target, path)
+            cases.append((folder, path, LINK, lambda t=target: open(t).read() == 'theirs'))
+        else:
+            os.symlink(target, path)
+            cases.append((folder, path, LINK, lambda t=target: not os.path.exists(t)))
+    return cases
+
+
+def one_line(stderr, expected, where):
+    lines = [line for line in stderr.splitlines() if line.startswith('gpucache')]
+    if lines != [expected]:
+        fail(f'{where}: expected the one line {expected!r}, got {stderr!r}')
+
+
 def case_library_refuses(program, library, work, **_):
-    """A report path that exists or is a link is left alone; the program is
-    not disturbed."""
-    existing = f'{work}/report.json'
-    open(existing, 'w').write('mine')
-    result = run([program, 'churn'], env=preload_env(library, f'report:{existing}'))
-    if open(existing).read() != 'mine' or 'file exists' not in result.stderr:
-        fail(f'existing report file: {result.stderr!r}')
-    if result.stderr.count('gpucache:') != 1:
-        fail(f'one line expected: {result.stderr!r}')
-    os.symlink(f'{work}/target', f'{work}/link.json')
+    """Every file the library writes (report, summary, both traces, the
+    snapshot at exit, at a signal and at an OOM) is refused when its path
+    exists or is a symlink; the program is not disturbed."""
+    writers = [  # (key, file name, what, program mode, path the key names)
+        ('report', 'report.json', 'report', 'churn', None),
+        ('summary', 'summary.txt', 'summary', 'churn', None),
+        ('trace', 'trace.txt', 'trace', 'churn', None),
+        ('trace_csv', 'trace.csv', 'trace', 'churn', None),
+        ('snapshot', 'snap.json', 'snapshot', 'churn', None),
+        ('snapshot', 'snap-signal-1.json', 'snapshot', 'signal', 'snap.json'),
+        ('snapshot', 'snap-oom-1.json', 'snapshot', 'oom', 'snap.json'),
+    ]
+    for key, name, what, mode, configured in writers:
+        for folder, path, reason, untouched in refused_paths(work, name):
+            conf = f'{key}:{folder}/{configured or name}'
+            if mode == 'signal':
+                conf += ',snapshot_signal:SIGUSR1'
+            env = preload_env(library, conf)
+            if mode == 'oom':
+                env['GPUSIM_MEMORY'] = '200MiB'
+            result = run([program, mode], env=env)
+            if not untouched():
+                fail(f'{key} {path}: written over')
+            expected = f'gpucache: cannot write the {what} to {path}: {reason}'
+            if configured:
+                # The snapshot at exit is written beside it, as usual.
+                if not os.path.exists(f'{folder}/{configured}'):
+                    fail(f'{key}: no final snapshot beside the refused {name}')
+            lines = [line for line in result.stderr.splitlines() if line.startswith('gpucache')]
+            if expected not in lines or len(lines) != 1:
+                fail(f'{key} {path}: expected the one line {expected!r}, got {result.stderr!r}')
     result = run([program, 'exit3'], expect=3,
-                 env=preload_env(library, f'report:{work}/link.json'))
-    if os.path.exists(f'{work}/target') or 'symbolic link' not in result.stderr:
-        fail(f'symbolic link: {result.stderr!r}')
-    result = run([program, 'churn'], env=preload_env(library, f'report:{work}/none/r.json'))
-    if 'cannot write the report' not in result.stderr:
-        fail(f'missing directory: {result.stderr!r}')
+                 env=preload_env(library, f'report:{work}/none/r.json'))
+    one_line(result.stderr, f'gpucache: cannot write the report to {work}/none/r.json: No such '
+             'file or directory', 'missing directory')
+
+
+def case_ab_refuses(gpucache, program, work, **_):
+    """ab refuses an --svg or --snapshot path (every FILE-N.ext with several
+    configurations) that exists or is a symlink before the first run: the
+    program never starts (it would leave a marker), nothing is written."""
+    marker = f'{work}/started'
+    command = ['/bin/sh', '-c', f'touch {marker}; exec {program} churn']
+    for option, what, name, confs in (
+            ('--svg', 'chart', 'chart.svg', []),
+            ('--snapshot', 'snapshot', 'snap.pickle', []),
+            ('--snapshot', 'snapshot', 'snap-2.json', ['--conf', '', '--conf',
+                                                       'expandable_segments:True'])):
+        for folder, path, reason, untouched in refused_paths(work, name):
+            given = path.replace('-2.json', '.json')
+            result = run([gpucache, 'ab', '--baseline', *confs, option, given, '--', *command],
+                         expect=2)
+            if os.path.exists(marker):
+                fail(f'{option} {path}: the program ran before the path was refused')
+            if not untouched() or os.path.exists(f'{folder}/snap-1.json'):
+                fail(f'{option} {path}: written')
+            one_line(result.stderr, f'gpucache: cannot write the {what} to {path}: {reason}',
+                     f'ab {option} {path}')
+            if result.stdout:
+                fail(f'ab {option} {path}: printed {result.stdout!r}')
+    # A path that is free is written, after the runs.
+    run([gpucache, 'ab', '--svg', f'{work}/fresh.svg', '--', *command])
+    if not os.path.exists(marker) or not os.path.exists(f'{work}/fresh.svg'):
+        fail('ab with a free --svg path did not run or did not write it')
 
 
 def main():

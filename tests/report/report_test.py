@@ -478,8 +478,8 @@ def case_replay_snapshot(tool, checker, work, gpucache, shared, **_):
     if trace[-1]['action'] != 'oom' or 'no, at event' not in result.stdout:
         fail(f'out-of-memory replay: {trace[-1]} {result.stdout}')
     run([sys.executable, checker, small])
-    # Existing files are kept: the replay reports the failure in its status.
-    kept = run([gpucache, 'replay', '--snapshot', small, recorded], expect=1)
+    # Existing files are kept: the replay refuses the path before replaying.
+    kept = run([gpucache, 'replay', '--snapshot', small, recorded], expect=2)
     if 'file exists' not in kept.stderr:
         fail(f'existing snapshot: {kept.stderr}')
     directory = os.path.join(shared, 'pytorch-snapshots')

@@ -77,6 +77,17 @@ static bool allocate_timeline(struct replay_timeline *timeline, size_t event_cou
     return timeline->allocated && timeline->reserved;
 }
 
+bool column_snapshot_path(const char *path, size_t index, size_t count, char *out, size_t size)
+{
+    if (count == 1) {
+        int length = snprintf(out, size, "%s", path);
+        return length >= 0 && (size_t)length < size;
+    }
+    char tag[32];
+    snprintf(tag, sizeof tag, "-%zu", index + 1);
+    return gpucache_report_tagged_path(path, tag, out, size);
+}
+
 static bool run_column(struct shared_run *run, size_t index)
 {
     const struct column_run_options *options = run->options;
@@ -89,13 +100,10 @@ static bool run_column(struct shared_run *run, size_t index)
         return false;
     struct replay_observers observers = {
         .progress = shown, .timeline = timeline, .final_state = true};
-    char snapshot_path[4096], tag[32];
-    snprintf(tag, sizeof tag, "-%zu", index + 1);
+    char snapshot_path[4096];
     if (options->snapshot_path) {
-        if (run->count == 1)
-            snprintf(snapshot_path, sizeof snapshot_path, "%s", options->snapshot_path);
-        else if (!gpucache_report_tagged_path(options->snapshot_path, tag, snapshot_path,
-                                              sizeof snapshot_path))
+        if (!column_snapshot_path(options->snapshot_path, index, run->count, snapshot_path,
+                                  sizeof snapshot_path))
             snapshot_path[0] = '\0';
         observers.snapshot_path = snapshot_path;
         observers.snapshot_settings = run->columns[index].configuration;

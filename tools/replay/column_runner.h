@@ -28,4 +28,8 @@ bool run_columns(const struct replay_trace *trace, const struct gpucache_config 
                  struct replay_column *columns, size_t count,
                  const struct column_run_options *options);
 
+/* The file --snapshot `path` names for column `index` of `count`: `path`
+ * itself for one column, else path-N.ext. False when `out` is too small. */
+bool column_snapshot_path(const char *path, size_t index, size_t count, char *out, size_t size);
+
 #endif

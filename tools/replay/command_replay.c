@@ -12,6 +12,7 @@
 
 #include "column_runner.h"
 #include "gpucache_config.h"
+#include "gpucache_report.h"
 #include "replay_report.h"
 #include "replay_run.h"
 #include "replay_svg.h"
@@ -206,6 +207,26 @@ static int parse_configurations(const struct options *options, struct gpucache_c
     return 0;
 }
 
+/* Refuses an output path that exists, is a symlink or cannot be created
+ * before the replay, which may take minutes, rather than after it. */
+static bool output_paths_free(const struct options *options, size_t count)
+{
+    if (options->svg_path && !gpucache_report_path_is_free(options->svg_path, (long)getpid(),
+                                                           "chart"))
+        return false;
+    for (size_t index = 0; options->snapshot_path && index < count; index++) {
+        char path[4096];
+        if (!column_snapshot_path(options->snapshot_path, index, count, path, sizeof path)) {
+            fprintf(stderr, "gpucache replay: --snapshot: the path '%s' is too long\n",
+                    options->snapshot_path);
+            return false;
+        }
+        if (!gpucache_report_path_is_free(path, (long)getpid(), "snapshot"))
+            return false;
+    }
+    return true;
+}
+
 int command_replay(int argc, char **argv)
 {
     struct options options;
@@ -227,10 +248,7 @@ int command_replay(int argc, char **argv)
     if (status != 0)
         goto done;
 
-    /* Opened before the replay so a bad path fails at once. */
-    if (options.svg_path && !(svg = fopen(options.svg_path, "w"))) {
-        fprintf(stderr, "gpucache replay: --svg: cannot write '%s': %s\n", options.svg_path,
-                strerror(errno));
+    if (!output_paths_free(&options, count)) {
         status = EXIT_USAGE;
         goto done;
     }
@@ -270,7 +288,13 @@ int command_replay(int argc, char **argv)
     for (size_t index = 0; index < count; index++)
         if (columns[index].outcome.snapshot_failed)
             status = 1;
-    if (svg) {
+    if (options.svg_path) {
+        int fd = gpucache_report_open(options.svg_path, (long)getpid(), false, "chart");
+        if (fd < 0 || !(svg = fdopen(fd, "w"))) {
+            gpucache_report_close(fd);
+            status = 1;
+            goto done;
+        }
         bool drawn = replay_write_svg(svg, &report);
         if (fclose(svg) != 0 || !drawn) {
             fprintf(stderr, "gpucache replay: --svg: writing '%s': %s\n", options.svg_path,

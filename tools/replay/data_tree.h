@@ -22,6 +22,10 @@ enum data_kind {
 
 struct data_value {
     enum data_kind kind;
+    /* DATA_INT outside the int64_t range (pickles and JSON hold integers of
+     * any size, e.g. a frame's line 2^64 - 1): `integer` then holds no value,
+     * and readers refuse it only in the fields they use. */
+    bool too_wide;
     union {
         bool boolean;
         int64_t integer;

@@ -98,19 +98,28 @@ static bool number(struct parser *parser, struct data_value **value)
     }
     char digits[64];
     size_t length = parser->offset - start;
-    if (length >= sizeof digits)
+    /* An integer of any length is valid JSON (Python writes them exactly);
+     * one beyond int64_t is kept as too wide, for the fields that ignore it. */
+    bool too_wide = integral && length >= sizeof digits;
+    if (length >= sizeof digits && !integral)
         return fail_at(parser, start, "number longer than 63 characters");
-    memcpy(digits, parser->text + start, length);
-    digits[length] = '\0';
-    errno = 0;
-    long long integer = integral ? strtoll(digits, NULL, 10) : 0;
-    *value = data_new(parser->document, integral && errno == 0 ? DATA_INT : DATA_FLOAT);
+    long long integer = 0;
+    if (!too_wide) {
+        memcpy(digits, parser->text + start, length);
+        digits[length] = '\0';
+        errno = 0;
+        integer = integral ? strtoll(digits, NULL, 10) : 0;
+        too_wide = integral && errno == ERANGE;
+    }
+    *value = data_new(parser->document, integral ? DATA_INT : DATA_FLOAT);
     if (!*value)
         return out_of_memory(parser);
-    if ((*value)->kind == DATA_INT)
-        (*value)->integer = integer;
-    else
+    if (integral) {
+        (*value)->integer = too_wide ? 0 : integer;
+        (*value)->too_wide = too_wide;
+    } else {
         (*value)->real = strtod(digits, NULL);
+    }
     return true;
 }
 

@@ -166,18 +166,32 @@ static bool push_integer(struct reader *reader, int64_t integer)
     return push(reader, value);
 }
 
-/* LONG1 and LONG4: a two's-complement little-endian integer of `count` bytes. */
-static bool push_long(struct reader *reader, size_t count)
+/* LONG1 and LONG4: a two's-complement little-endian integer of `count` bytes,
+ * of any width. One that int64_t cannot hold is kept as too wide, since
+ * snapshots carry such values in fields the replay never reads. */
+static bool push_long(struct reader *reader, uint64_t count)
 {
-    if (count > 8)
-        return fail(reader, "holds an integer wider than 64 bits (not a memory snapshot value)");
     const uint8_t *bytes;
-    if (!operand(reader, count, &bytes))
+    if (count > reader->length - reader->offset)
+        return fail(reader, "is cut short: the file ends inside its operand");
+    if (!operand(reader, (size_t)count, &bytes))
         return false;
-    uint64_t raw = little_endian(bytes, count);
-    if (count > 0 && count < 8 && (bytes[count - 1] & 0x80))
-        raw |= UINT64_MAX << (count * 8);
-    return push_integer(reader, (int64_t)raw);
+    size_t low = count < 8 ? (size_t)count : 8;
+    uint64_t raw = little_endian(bytes, low);
+    bool negative = count > 0 && (bytes[count - 1] & 0x80);
+    if (low > 0 && low < 8 && negative)
+        raw |= UINT64_MAX << (low * 8);
+    /* Beyond 8 bytes it fits only when every further byte, and the top bit
+     * of the eighth, repeat the sign. */
+    bool fits = true;
+    for (size_t index = 8; index < count && fits; index++)
+        fits = bytes[index] == (negative ? 0xff : 0x00);
+    if (count > 8)
+        fits = fits && ((bytes[7] & 0x80) != 0) == negative;
+    if (!push_integer(reader, fits ? (int64_t)raw : 0))
+        return false;
+    reader->stack[reader->stack_count - 1]->too_wide = !fits;
+    return true;
 }
 
 static bool push_text(struct reader *reader, enum data_kind kind, size_t length_bytes)
@@ -381,9 +395,9 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case 'M':
         return read_unsigned(reader, 2, &number) && push_integer(reader, (int64_t)number);
     case 0x8a:
-        return read_unsigned(reader, 1, &number) && push_long(reader, (size_t)number);
+        return read_unsigned(reader, 1, &number) && push_long(reader, number);
     case 0x8b:
-        return read_unsigned(reader, 4, &number) && push_long(reader, (size_t)number);
+        return read_unsigned(reader, 4, &number) && push_long(reader, number);
     case 'G':
         return push_float(reader);
     case 'N':

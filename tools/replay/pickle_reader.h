@@ -1,5 +1,6 @@
 /* A reader for the data subset of Python's pickle format (protocols 2 to 5):
- * dicts, lists, tuples, integers up to 64 bits, floats, strings, bytes,
+ * dicts, lists, tuples, integers of any size (those beyond 64 bits kept as
+ * too wide), floats, strings, bytes,
  * booleans and None, with the memo. It never imports or calls anything:
  * every opcode that would (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ,
  * NEWOBJ, ...) is refused, so third-party snapshot files are safe to read. */

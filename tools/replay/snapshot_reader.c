@@ -36,6 +36,11 @@ static bool integer_field(const struct data_value *dict, const char *key, bool r
     if (field->kind != DATA_INT)
         return replay_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
                            data_kind_name(field->kind));
+    if (field->too_wide)
+        return replay_fail(error,
+                           "%s: '%s' does not fit in 64 bits (expected an int from -2^63 to "
+                           "2^63 - 1)",
+                           where, key);
     *value = field->integer;
     return true;
 }
@@ -219,8 +224,72 @@ static bool read_final_state(struct replay_trace_builder *builder,
     return true;
 }
 
+/* A pickle's memo lets one list or dict be referenced many times, so a small
+ * file can stand for a tree far larger than itself (a segment referenced
+ * 100,000 times whose blocks are 10,000 references: 10^9 blocks in 220 KB).
+ * Where no object is repeated, every dict and every key-value pair the
+ * reader visits costs at least two bytes of the file (in either encoding),
+ * so the work it is allowed is a multiple of the file's size. Real
+ * snapshots share only frames, which the reader never visits: the shared
+ * PyTorch snapshots need at most 0.05 visits per byte. */
+#define VISITS_PER_BYTE 4
+
+struct visit_budget {
+    uint64_t left;
+    uint64_t limit;
+};
+
+/* Charges a dict (or any value) and its pairs; false, with the position,
+ * once the file has been expanded beyond its budget. */
+static bool visit(struct visit_budget *budget, const struct data_value *value, const char *where,
+                  struct replay_error *error)
+{
+    uint64_t cost = 1 + (value->kind == DATA_DICT ? value->sequence.count : 0);
+    if (cost <= budget->left) {
+        budget->left -= cost;
+        return true;
+    }
+    return replay_fail(error,
+                       "%s: the snapshot expands to more than %" PRIu64 " values (%d per byte "
+                       "of the file): its memo repeats the same segments, blocks or trace "
+                       "entries (expected each once)",
+                       where, budget->limit, VISITS_PER_BYTE);
+}
+
+/* Walks what the reader will visit (the chosen trace, every segment and its
+ * blocks) before reading it, so the reading that follows is bounded by the
+ * file's size however the memo repeats things. */
+static bool within_budget(const struct data_value *entries, int device,
+                          const struct data_value *segments, size_t length,
+                          struct replay_error *error)
+{
+    struct visit_budget budget = {.limit = (uint64_t)length * VISITS_PER_BYTE};
+    budget.left = budget.limit;
+    char where[64];
+    for (size_t index = 0; entries && index < entries->sequence.count; index++) {
+        snprintf(where, sizeof where, "device_traces[%d][%zu]", device, index);
+        if (!visit(&budget, entries->sequence.items[index], where, error))
+            return false;
+    }
+    for (size_t index = 0; segments && index < segments->sequence.count; index++) {
+        const struct data_value *segment = segments->sequence.items[index];
+        snprintf(where, sizeof where, "segments[%zu]", index);
+        if (!visit(&budget, segment, where, error))
+            return false;
+        const struct data_value *blocks = data_dict_get(segment, "blocks");
+        for (size_t block = 0; blocks && blocks->kind == DATA_LIST &&
+                               block < blocks->sequence.count;
+             block++) {
+            snprintf(where, sizeof where, "segments[%zu].blocks[%zu]", index, block);
+            if (!visit(&budget, blocks->sequence.items[block], where, error))
+                return false;
+        }
+    }
+    return true;
+}
+
 static bool read_snapshot(struct replay_trace_builder *builder, const struct data_value *root,
-                          int requested_device, struct replay_error *error)
+                          int requested_device, size_t length, struct replay_error *error)
 {
     if (root->kind != DATA_DICT)
         return replay_fail(error,
@@ -239,12 +308,15 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
     if (entries && entries->kind != DATA_LIST)
         return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
                            device, data_kind_name(entries->kind));
+    const struct data_value *segments = data_dict_get(root, "segments");
+    if (!within_budget(entries, device, segments && segments->kind == DATA_LIST ? segments : NULL,
+                       length, error))
+        return false;
     bool frees_complete = entries && has_free_completed(entries);
     if (entries && !read_entries(builder, entries, device,
                                  frees_complete ? "free_completed" : "free_requested", error))
         return false;
     /* A snapshot without segments has no final state to infer from. */
-    const struct data_value *segments = data_dict_get(root, "segments");
     if (!segments)
         return true;
     if (segments->kind != DATA_LIST)
@@ -275,7 +347,7 @@ bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay
         return false;
     struct replay_trace_builder builder;
     replay_builder_init(&builder, trace, "PyTorch snapshot");
-    bool ok = read_snapshot(&builder, document.root, device, error);
+    bool ok = read_snapshot(&builder, document.root, device, length, error);
     data_document_destroy(&document);
     if (!ok) {
         replay_builder_abandon(&builder);
