@@ -9,6 +9,16 @@
 #include "library_reports.h"
 #include "stream_tokens.h"
 
+/* The stream token of cuMemAlloc's blocks. A test build (only ever loaded by
+ * tests/interpose) puts back the defect of giving them the legacy stream's
+ * token, so that the tests can show the simulated device's race detector
+ * finds it. */
+#ifdef GPUCACHE_TEST_MUTATION_SYNCHRONOUS_AS_LEGACY
+#define SYNCHRONOUS_ALLOCATION_STREAM ((gpucache_stream)0)
+#else
+#define SYNCHRONOUS_ALLOCATION_STREAM GPUCACHE_STREAM_SYNCHRONOUS
+#endif
+
 /* Not a pass-through worth counting (a NULL pointer argument: the driver
  * answers with its error). */
 #define PASSTHROUGH_UNCOUNTED GPUCACHE_PASSTHROUGH_REASON_COUNT
@@ -51,7 +61,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     uint64_t address = 0;
     /* Memory from cuMemAlloc may be used on any stream at once. */
     gpucache_result result =
-        device_allocate(allocator, context, bytesize, GPUCACHE_STREAM_SYNCHRONOUS, &address);
+        device_allocate(allocator, context, bytesize, SYNCHRONOUS_ALLOCATION_STREAM, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;
