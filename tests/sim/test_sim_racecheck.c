@@ -462,15 +462,24 @@ Test(racecheck, a_pool_address_reused_after_cuMemFreeAsync_starts_fresh)
     EXPECT_RACES(0);
 }
 
+static void CUDA_CB wait_for_flag(void *flag)
+{
+    while (atomic_load((atomic_int *)flag) == 0)
+        sleep_milliseconds(1);
+}
+
 Test(racecheck, cuMemFreeAsync_unordered_with_a_use_races)
 {
     struct fixture f = start();
     CUdeviceptr pooled;
     EXPECT_OK(cuMemAllocAsync(&pooled, BYTES, f.first));
-    EXPECT_OK(cuLaunchHostFunc(f.first, wait_for_gate, NULL));
+    atomic_int written = 0;
     write_on(pooled, f.first);
+    EXPECT_OK(cuLaunchHostFunc(f.first, raise_flag, &written));
+    /* Host functions keep the free behind the write in this run, so the
+     * simulator does not fault, but CUDA does not order the two. */
+    EXPECT_OK(cuLaunchHostFunc(f.second, wait_for_flag, &written));
     EXPECT_OK(cuMemFreeAsync(pooled, f.second));
-    atomic_store(&gate, 1);
     EXPECT_OK(cuCtxSynchronize());
     EXPECT_RACES(1);
 }
