@@ -305,10 +305,8 @@ static bool count_race(const struct shadow_access *access)
 
 static void finish_report(void)
 {
-    if (sim.settings.racecheck == SIM_RACECHECK_ABORT) {
-        fprintf(stderr, "gpusim: GPUSIM_RACECHECK=abort: stopping at the first race\n");
+    if (sim.settings.racecheck == SIM_RACECHECK_ABORT)
         abort();
-    }
 }
 
 static void report_conflict(const struct shadow_access *earlier, const struct shadow_access *now,
