@@ -10,6 +10,10 @@
  * capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
+ * With GPUSIM_RACECHECK (below) the device also checks that every pair of
+ * accesses to the same device bytes is ordered by CUDA's stream rules, and
+ * reports the ones that are not, whatever the timing of the run.
+ *
  * A child forked after cuInit cannot use the driver (its threads and state
  * stay with the parent): there every call that needs cuInit, and cuInit
  * itself, returns CUDA_ERROR_NOT_INITIALIZED.
