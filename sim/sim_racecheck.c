@@ -145,8 +145,11 @@ static void clock_assign(struct sim_clock *into, const struct sim_clock *from)
 {
     if (!clock_reserve(into, from->length))
         return;
-    memcpy(into->ticks, from->ticks, from->length * sizeof *from->ticks);
-    memset(into->ticks + from->length, 0, (into->length - from->length) * sizeof *into->ticks);
+    /* An empty clock has no array: memcpy and memset must not see NULL. */
+    if (from->length > 0)
+        memcpy(into->ticks, from->ticks, from->length * sizeof *from->ticks);
+    if (into->length > from->length)
+        memset(into->ticks + from->length, 0, (into->length - from->length) * sizeof *into->ticks);
 }
 
 void sim_clock_free(struct sim_clock *clock)
