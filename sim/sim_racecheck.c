@@ -207,18 +207,40 @@ void sim_racecheck_stream_closed(struct sim_stream *stream)
     if (!tracking() || stream->race_actor == HOST_ACTOR)
         return;
     sim_racecheck_lock();
-    struct actor *actor = &detector.actors[stream->race_actor];
-    actor->destroyed = true;
-    /* Once its worker leaves the context's list the legacy stream can no
-     * longer find it, but its queued work still precedes later legacy work. */
+    detector.actors[stream->race_actor].destroyed = true;
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_stream_finished(struct sim_stream *stream)
+{
+    if (!tracking() || stream->race_actor == HOST_ACTOR)
+        return;
+    sim_racecheck_lock();
+    struct sim_clock *clock = &detector.actors[stream->race_actor].clock;
+    /* The legacy stream no longer finds it in the context's list, but its
+     * work still precedes later legacy work. */
     if (is_blocking(stream))
-        clock_join(&stream->context->race_retired_blocking, &actor->clock);
+        clock_join(&stream->context->race_retired_blocking, clock);
+    clock_join(&stream->context->race_retired_all, clock);
+    /* Nothing reads this clock again: the handle is gone, events keep
+     * copies, and its accesses only need the actor's index. */
+    sim_clock_free(clock);
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_host_observes_retired(struct sim_context *context)
+{
+    if (!tracking())
+        return;
+    sim_racecheck_lock();
+    clock_join(host_clock(), &context->race_retired_all);
     sim_racecheck_unlock();
 }
 
 void sim_racecheck_context_reset(struct sim_context *context)
 {
     sim_clock_free(&context->race_retired_blocking);
+    sim_clock_free(&context->race_retired_all);
 }
 
 void sim_racecheck_copy_stream_clock(struct sim_stream *stream, struct sim_clock *into)
