@@ -154,11 +154,12 @@ bool sim_parse_error_name(const char *text, CUresult *error);
 
 /* ---- core objects ------------------------------------------------------- */
 
-/* A vector clock of the race detector: ticks[actor] is the last operation
- * of that actor (0: the host, then one per stream ever created) known to
- * happen before. Missing entries are 0. */
+/* A vector clock of the race detector: for each clock slot, the last
+ * operation of the actor (the host or a stream) holding that slot known to
+ * happen before. Missing or stale entries mean nothing known. */
+struct sim_clock_entry;
 struct sim_clock {
-    unsigned long long *ticks;
+    struct sim_clock_entry *entries;
     unsigned length;
 };
 
