@@ -300,6 +300,32 @@ Test(racecheck, a_destroyed_stream_still_races)
     EXPECT_RACES(1);
 }
 
+/* A stream synchronized and destroyed retires; a new stream takes its clock
+ * slot. Its old entries in other clocks must not order the new stream. */
+Test(racecheck, a_new_stream_in_a_retired_streams_slot_is_not_ordered_by_old_entries)
+{
+    struct fixture f = start();
+    CUdeviceptr other;
+    EXPECT_OK(cuMemAlloc(&other, BYTES));
+    CUstream retiring;
+    EXPECT_OK(cuStreamCreate(&retiring, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 3; i++)
+        write_on(f.buffer, retiring);
+    EXPECT_OK(cuStreamSynchronize(retiring));
+    EXPECT_OK(cuStreamDestroy(retiring));
+    sleep_milliseconds(20); /* its worker leaves */
+    EXPECT_OK(cuCtxSynchronize());
+    write_on(f.buffer, f.first); /* ordered after the retired stream */
+    CUstream successor;
+    EXPECT_OK(cuStreamCreate(&successor, CU_STREAM_NON_BLOCKING));
+    write_on(other, successor);
+    write_on(f.buffer, successor);
+    EXPECT_RACES(1); /* with the first stream's write, not with the retired one */
+    write_on(other, f.first);
+    EXPECT_OK(cuCtxSynchronize());
+    EXPECT_RACES(1);
+}
+
 Test(racecheck, the_per_thread_stream_orders_with_the_legacy_stream)
 {
     struct fixture f = start();
