@@ -83,16 +83,20 @@ static void collect_streams(struct sim_context *context, struct sim_stream ***st
     sim_unlock();
 }
 
-void sim_context_drain(struct sim_context *context)
+void sim_context_drain(struct sim_context *context, bool host_observes)
 {
     struct sim_stream **streams;
     size_t count;
     collect_streams(context, &streams, &count);
     for (size_t i = 0; i < count; i++) {
-        sim_stream_drain(streams[i]);
+        sim_stream_drain(streams[i], host_observes);
         sim_stream_release(streams[i]);
     }
     free(streams);
+    /* A stream whose worker left before it could be drained is done; its
+     * clock went to the context's retired clock. */
+    if (host_observes)
+        sim_racecheck_host_observes_retired(context);
 }
 
 /* Under sim.lock: streams whose workers have not left yet. */
@@ -109,7 +113,7 @@ static bool has_closed_streams(struct sim_context *context)
  * destroy). */
 static void context_teardown(struct sim_context *context)
 {
-    sim_context_drain(context);
+    sim_context_drain(context, true);
     sim_lock();
     sim_capture_teardown(context);
     struct sim_stream *stream;
@@ -126,6 +130,7 @@ static void context_teardown(struct sim_context *context)
         sched_yield();
         sim_lock();
     }
+    sim_racecheck_context_reset(context);
     sim_unlock();
 }
 
@@ -412,7 +417,7 @@ static CUresult context_synchronize(CUcontext ctx)
     if (result != CUDA_SUCCESS)
         return result;
     atomic_fetch_add(&sim.synchronizations, 1);
-    sim_context_drain(context);
+    sim_context_drain(context, true);
     return CUDA_SUCCESS;
 }
 
