@@ -108,14 +108,14 @@ struct segment *segment_source_find(struct gpucache_allocator *allocator, uint64
     return NULL;
 }
 
-void segment_source_drop_all(struct gpucache_allocator *allocator, bool free_memory)
+void segment_source_drop_all(struct gpucache_allocator *allocator, bool context_alive)
 {
     struct segment *segment;
     struct segment *next;
     RB_FOREACH_SAFE(segment, segment_tree, &allocator->segments, next) {
         if (segment->kind == SEGMENT_EXPANDABLE) {
-            expandable_pool_drop_segment(allocator, segment, free_memory);
-        } else if (free_memory) {
+            expandable_pool_drop_segment(allocator, segment, context_alive);
+        } else if (context_alive) {
             gpucache_result result;
             DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
             (void)result; /* nothing more can be done for it at teardown */
