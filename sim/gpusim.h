@@ -10,6 +10,11 @@
  * capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
+ * VMM access is per device (cuMemSetAccess per location id), and a copy or
+ * memset issued in a device's context that touches a mapping without access
+ * for that device fails with CUDA_ERROR_INVALID_VALUE (a GPU would fault);
+ * peer access between contexts does not grant it.
+ *
  * A child forked after cuInit cannot use the driver (its threads and state
  * stay with the parent): there every call that needs cuInit, and cuInit
  * itself, returns CUDA_ERROR_NOT_INITIALIZED.
