@@ -21,10 +21,28 @@
 #include "log.h"
 #include "real_driver.h"
 
-/* The C library's implementation; its public names are weak aliases of it,
- * so these hooks can replace them and still reach it without dlsym. */
+/* The C library's implementation, behind its weak public names. */
 extern int __sigaction(int signal_number, const struct sigaction *action,
                        struct sigaction *previous);
+
+typedef int (*sigaction_function)(int, const struct sigaction *, struct sigaction *);
+
+/* The next sigaction after this library: a sanitizer's interceptor when one
+ * is loaded (it must see every disposition), else the C library's. */
+static int next_sigaction(int signal_number, const struct sigaction *action,
+                          struct sigaction *previous)
+{
+    static sigaction_function next; /* atomic */
+    sigaction_function found = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+    if (!found) {
+        dlsym_function real_dlsym = real_dlsym_get();
+        found = real_dlsym ? (sigaction_function)real_dlsym(RTLD_NEXT, "sigaction") : NULL;
+        if (!found)
+            found = __sigaction;
+        __atomic_store_n(&next, found, __ATOMIC_RELEASE);
+    }
+    return found(signal_number, action, previous);
+}
 
 /* The hooks replace the C library's names for the whole process. */
 #define SIGNAL_HOOK __attribute__((visibility("default")))
@@ -98,12 +116,12 @@ void snapshot_signal_install(const struct gpucache_config *config)
         return;
     pthread_mutex_lock(&program_action_lock);
     struct sigaction inherited;
-    if (__sigaction(config->snapshot_signal, NULL, &inherited) == 0) {
+    if (next_sigaction(config->snapshot_signal, NULL, &inherited) == 0) {
         program_actions[0] = inherited;
         program_actions[DEFAULT_SLOT].sa_handler = SIG_DFL;
         __atomic_store_n(&program_action_index, 0, __ATOMIC_RELEASE);
         struct sigaction action = kernel_action_for(&inherited);
-        if (__sigaction(config->snapshot_signal, &action, NULL) == 0)
+        if (next_sigaction(config->snapshot_signal, &action, NULL) == 0)
             __atomic_store_n(&snapshot_signal, config->snapshot_signal, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&program_action_lock);
@@ -123,7 +141,7 @@ static int program_sigaction(const struct sigaction *action, struct sigaction *p
     if (action) {
         int slot = current == 0 ? 1 : 0;
         struct sigaction kernel = kernel_action_for(action);
-        result = __sigaction(snapshot_signal, &kernel, NULL);
+        result = next_sigaction(snapshot_signal, &kernel, NULL);
         if (result == 0) {
             program_actions[slot] = *action;
             __atomic_store_n(&program_action_index, slot, __ATOMIC_RELEASE);
@@ -141,10 +159,11 @@ static bool ours(int signal_number)
     return installed != 0 && signal_number == installed;
 }
 
-SIGNAL_HOOK int sigaction(int signal_number, const struct sigaction *action, struct sigaction *previous)
+SIGNAL_HOOK int sigaction(int signal_number, const struct sigaction *action,
+                          struct sigaction *previous)
 {
     if (!ours(signal_number))
-        return __sigaction(signal_number, action, previous);
+        return next_sigaction(signal_number, action, previous);
     return program_sigaction(action, previous);
 }
 

@@ -399,7 +399,8 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
         for (size_t i = 0; i < count; i++)
             mapping->access[desc[i].location.id] = desc[i].flags;
         uintptr_t low = mapping->base > start ? mapping->base : start;
-        uintptr_t high = mapping->base + mapping->size < end ? mapping->base + mapping->size : end;
+        uintptr_t mapping_end = mapping->base + mapping->size;
+        uintptr_t high = mapping_end < end ? mapping_end : end;
         mprotect((void *)low, high - low, protection_for(widest_access(mapping)));
     }
     sim_unlock();
