@@ -5,7 +5,9 @@ Each row runs configuration_probe PATTERN twice on the simulated device:
 with a baseline configuration and with the baseline plus the key. Both runs
 must show the value the row expects, so a key the live library ignores
 makes its row fail. usage: check_configuration_keys.py PROBE
-(LD_PRELOAD and LD_LIBRARY_PATH come from the test's environment)."""
+(LD_LIBRARY_PATH comes from the test's environment, and the library to
+preload into each probe from GPUCACHE_TEST_PRELOAD)."""
+import json
 import os
 import subprocess
 import sys
@@ -22,8 +24,28 @@ def path(name):
 # (key, pattern, device memory, baseline, with the key, what to check)
 # The check is (field, expected with the baseline, expected with the key),
 # or a function of the run's directory that returns the same two answers.
-def files_named(prefix):
-    return lambda: [n for n in os.listdir(work) if n.startswith(prefix)]
+def is_json(name):
+    try:
+        with open(path(name)) as stream:
+            json.load(stream)
+        return True
+    except ValueError:
+        return False
+
+
+def has_text(name):
+    return os.path.getsize(path(name)) > 0
+
+
+def is_csv(name):
+    with open(path(name)) as stream:
+        return "," in stream.readline()
+
+
+# A file row counts the files whose name starts with the prefix and whose
+# content passes the check.
+def files_named(prefix, valid):
+    return lambda: [n for n in os.listdir(work) if n.startswith(prefix) and valid(n)]
 
 
 ROWS = [
@@ -70,21 +92,22 @@ ROWS = [
     ("passthrough", "pairs", None, "", "passthrough:True", ("cuMemAlloc_v2", "1", "100")),
     ("meminfo", "memory_info", None, "", "meminfo:raw", ("missing_mib", "0", "100")),
     ("report", "one", None, "", "report:" + path("report-%p.json"),
-     files_named("report-")),
+     files_named("report-", is_json)),
     ("summary", "one", None, "", "summary:" + path("summary-%p.txt"),
-     files_named("summary-")),
-    ("trace", "one", None, "", "trace:" + path("trace-%p.bin"), files_named("trace-")),
+     files_named("summary-", has_text)),
+    ("trace", "one", None, "", "trace:" + path("trace-%p.bin"), files_named("trace-", has_text)),
     ("trace_csv", "one", None, "", "trace_csv:" + path("replay-%p.csv"),
-     files_named("replay-")),
-    ("snapshot", "one", None, "", "snapshot:" + path("snap-%p.json"), files_named("snap-")),
+     files_named("replay-", is_csv)),
+    ("snapshot", "one", None, "", "snapshot:" + path("snap-%p.json"), files_named("snap-", is_json)),
     ("snapshot_signal", "signal", None, "snapshot:" + path("sig-%p.json"),
      "snapshot:" + path("sig-%p.json") + ",snapshot_signal:SIGUSR1",
-     lambda: [n for n in os.listdir(work) if "-signal-" in n]),
+     lambda: [n for n in os.listdir(work) if "-signal-" in n and is_json(n)]),
 ]
 
 
 def run(configuration, pattern, memory):
-    env = dict(os.environ, GPUCACHE_ALLOC_CONF=configuration)
+    env = dict(os.environ, GPUCACHE_ALLOC_CONF=configuration,
+               LD_PRELOAD=os.environ["GPUCACHE_TEST_PRELOAD"])
     env.pop("GPUSIM_MEMORY", None)
     if memory:
         env["GPUSIM_MEMORY"] = memory
