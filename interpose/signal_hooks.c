@@ -52,7 +52,8 @@ static int snapshot_signal; /* 0 until installed at load */
 /* The program's disposition, published by index so that the handler (which
  * may run on any thread, at any time) always reads a complete record: a
  * writer fills a slot not in use, then switches. Slot 2 stays SIG_DFL, for
- * the reset SA_RESETHAND asks of a delivery. */
+ * the reset SA_RESETHAND asks of a delivery. Only two changes made while one
+ * delivery is still reading its slot could reuse that slot under it. */
 #define DEFAULT_SLOT 2
 static struct sigaction program_actions[3];
 static int program_action_index; /* atomic */
