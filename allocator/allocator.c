@@ -1,7 +1,9 @@
 /* The caching allocator of one device: the malloc flow with its OOM retry
  * chain, splitting, freeing and merging, and the public entry points. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "expandable_pool.h"
 #include "segment_source.h"
@@ -28,18 +30,13 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
     allocator->stats.max_split_size =
         config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
 
+    /* The cap needs the device's size, which can only be asked in the
+     * context the allocator will serve: the interposer binds that context
+     * after creating the allocator, so the first growth resolves it
+     * (resolve_memory_limits). */
     allocator->allowed_memory_maximum = UINT64_MAX;
-    if (config->per_process_memory_fraction < 1.0) {
-        size_t free_bytes = 0;
-        size_t total_bytes = 0;
-        gpucache_result result;
-        DRIVER_CALL(allocator, result, memory_info, device, &free_bytes, &total_bytes);
-        if (result == GPUCACHE_SUCCESS)
-            allocator->allowed_memory_maximum =
-                (uint64_t)(config->per_process_memory_fraction * (double)total_bytes);
-    }
-    allocator->gc_enabled = allocator->allowed_memory_maximum != UINT64_MAX &&
-                            config->garbage_collection_threshold > 0.0;
+    allocator->memory_limits_known = config->per_process_memory_fraction >= 1.0;
+    allocator->gc_enabled = false;
     return allocator;
 }
 
@@ -349,6 +346,55 @@ static struct block *take_cached_block(struct gpucache_allocator *allocator, enu
     return block;
 }
 
+/* One line per allocator, the first time the device's size cannot be read:
+ * the allocations that fail meanwhile say why. */
+static void write_unknown_capacity_message(struct gpucache_allocator *allocator,
+                                           gpucache_result result)
+{
+    if (allocator->capacity_error_reported)
+        return;
+    allocator->capacity_error_reported = true;
+    char line[256];
+    int length = snprintf(line, sizeof line,
+                          "gpucache: device %d: per_process_memory_fraction needs the device's "
+                          "memory size, but cuMemGetInfo failed with error %d; allocations "
+                          "that must grow the cache fail with out of memory until it answers\n",
+                          allocator->device, result);
+    if (length > 0) {
+        ssize_t written = write(STDERR_FILENO, line, (size_t)length < sizeof line ? (size_t)length
+                                                                               : sizeof line - 1);
+        (void)written; /* nothing better to do when stderr is gone */
+    }
+}
+
+/* Resolves the memory fraction's cap (and with it garbage collection) from
+ * the device's total memory, before the first growth. A failed query is
+ * asked again at once and at every later growth; meanwhile growth fails as
+ * out of memory, so an unknown cap is never taken for an unlimited one. */
+static bool resolve_memory_limits(struct gpucache_allocator *allocator, gpucache_result *result)
+{
+    if (allocator->memory_limits_known)
+        return true;
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    gpucache_result query = GPUCACHE_SUCCESS;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        DRIVER_CALL(allocator, query, memory_info, allocator->device, &free_bytes, &total_bytes);
+        if (query == GPUCACHE_SUCCESS)
+            break;
+    }
+    if (query != GPUCACHE_SUCCESS) {
+        write_unknown_capacity_message(allocator, query);
+        *result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+        return false;
+    }
+    allocator->allowed_memory_maximum =
+        (uint64_t)(allocator->config->per_process_memory_fraction * (double)total_bytes);
+    allocator->gc_enabled = allocator->config->garbage_collection_threshold > 0.0;
+    allocator->memory_limits_known = true;
+    return true;
+}
+
 /* Outcome of one attempt to get new device memory. */
 enum growth {
     GROWTH_DONE,     /* *out holds the new block */
@@ -432,6 +478,11 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
             return block;
     }
 
+    if (!resolve_memory_limits(allocator, result)) {
+        allocator->stats.num_ooms++;
+        report_out_of_memory(allocator, rounded, stream);
+        return NULL;
+    }
     if (allocator->gc_enabled)
         garbage_collect_cached_blocks(allocator);
     enum growth growth = grow(allocator, pool, stream, rounded, false, &block, result);

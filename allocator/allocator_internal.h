@@ -154,9 +154,12 @@ struct gpucache_allocator {
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
-    /* Limits resolved at creation. */
+    /* Limits resolved at the first growth (resolve_memory_limits in
+     * allocator.c), when the device's context can be asked its size. */
     uint64_t allowed_memory_maximum; /* UINT64_MAX: no per-process fraction */
     bool gc_enabled;
+    bool memory_limits_known;
+    bool capacity_error_reported;
 
     /* Devices that enabled peer access to this one: expandable segments
      * grant them access to every page they map (expandable_pool.c). */

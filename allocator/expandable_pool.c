@@ -1008,21 +1008,19 @@ void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
 }
 
 void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
-                                  struct segment *segment, bool free_memory)
+                                  struct segment *segment, bool context_alive)
 {
     struct expandable_state *state = state_of(segment);
-    if (free_memory) {
+    if (context_alive) {
         expandable_pool_report_unmapping(allocator, segment);
         stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                           -(int64_t)state->pages->stats.mapped_bytes);
-        struct driver_timer timer = timer_start();
-        gpucache_result result = gpucache_expandable_segment_destroy(state->pages);
-        timer_stop(allocator, timer);
-        if (result != GPUCACHE_SUCCESS)
-            gpucache_expandable_segment_abandon(state->pages);
-    } else {
-        gpucache_expandable_segment_abandon(state->pages);
     }
+    struct driver_timer timer = timer_start();
+    gpucache_result result = gpucache_expandable_segment_destroy(state->pages);
+    timer_stop(allocator, timer);
+    if (result != GPUCACHE_SUCCESS)
+        gpucache_expandable_segment_abandon(state->pages);
     free(state);
     segment->expandable = NULL;
 }

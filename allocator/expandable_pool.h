@@ -50,11 +50,13 @@ size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, siz
 void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
                                       const struct segment *segment);
 
-/* Forgets an expandable segment: with `free_memory` its pages and address
- * range go back to the driver first. The segment struct itself is the
- * caller's. */
+/* Gives an expandable segment's pages and address range back to the driver
+ * and forgets it. Physical handles and reservations belong to the process,
+ * not to a context, so they are given back even when the context died
+ * (`context_alive` false: its events and statistics were already reported
+ * as forgotten). The segment struct itself is the caller's. */
 void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
-                                  struct segment *segment, bool free_memory);
+                                  struct segment *segment, bool context_alive);
 
 /* Whether a free block counts in the inactive_split statistics. A plain
  * block does when it has a neighbour; in an expandable segment unmapped

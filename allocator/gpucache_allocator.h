@@ -22,8 +22,10 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
  * Blocks still allocated are returned too: the caller is done with them. */
 void gpucache_allocator_destroy(struct gpucache_allocator *allocator);
 
-/* Forgets every segment and fence without calling the driver: used when
- * the context that owned them is gone (the driver already freed them). */
+/* Used when the context that owned the allocator's memory is gone: forgets
+ * its plain segments and fences without a driver call (the driver freed
+ * them with the context) and gives back the physical handles and address
+ * reservations of expandable segments, which belong to the process. */
 void gpucache_allocator_abandon(struct gpucache_allocator *allocator);
 
 /* Allocates `size` bytes for use on `stream`. Returns GPUCACHE_SUCCESS, or

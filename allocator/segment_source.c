@@ -28,13 +28,41 @@ static void count_segment(struct gpucache_allocator *allocator, const struct seg
                segment->base, segment->size, segment->stream);
 }
 
+/* Errors of the context itself, which the program's own cuMemAlloc would
+ * return too (CUresult numbers): not initialized, deinitialized, invalid or
+ * destroyed context, and the sticky errors a faulting kernel leaves. */
+static bool context_error(gpucache_result result)
+{
+    return result == 3 || result == 4 || result == 201 || result == 709 || result == 700 ||
+           (result >= 714 && result <= 719);
+}
+
+/* An expandable growth makes calls the program never made (granularity and
+ * memory queries, access grants): one that fails is tried once more, and a
+ * failure that persists becomes out of memory, the only error the
+ * program's cudaMalloc gives for memory it cannot have, so the retry chain
+ * goes on and the program never sees an error of a call it did not make. */
+static gpucache_result acquire_expandable(struct gpucache_allocator *allocator,
+                                          enum pool_kind pool, gpucache_stream stream,
+                                          size_t rounded_size, struct block **out)
+{
+    gpucache_result result = expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
+    if (result == GPUCACHE_SUCCESS || result == GPUCACHE_ERROR_OUT_OF_MEMORY ||
+        context_error(result))
+        return result;
+    result = expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
+    if (result == GPUCACHE_SUCCESS || context_error(result))
+        return result;
+    return GPUCACHE_ERROR_OUT_OF_MEMORY;
+}
+
 gpucache_result segment_source_acquire(struct gpucache_allocator *allocator,
                                        enum pool_kind pool, gpucache_stream stream,
                                        size_t rounded_size, size_t segment_size,
                                        struct block **out)
 {
     if (allocator->config->expandable_segments)
-        return expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
+        return acquire_expandable(allocator, pool, stream, rounded_size, out);
     struct segment *segment = calloc(1, sizeof *segment);
     struct block *block = block_store_take(allocator);
     if (segment == NULL || block == NULL) {
@@ -108,14 +136,14 @@ struct segment *segment_source_find(struct gpucache_allocator *allocator, uint64
     return NULL;
 }
 
-void segment_source_drop_all(struct gpucache_allocator *allocator, bool free_memory)
+void segment_source_drop_all(struct gpucache_allocator *allocator, bool context_alive)
 {
     struct segment *segment;
     struct segment *next;
     RB_FOREACH_SAFE(segment, segment_tree, &allocator->segments, next) {
         if (segment->kind == SEGMENT_EXPANDABLE) {
-            expandable_pool_drop_segment(allocator, segment, free_memory);
-        } else if (free_memory) {
+            expandable_pool_drop_segment(allocator, segment, context_alive);
+        } else if (context_alive) {
             gpucache_result result;
             DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
             (void)result; /* nothing more can be done for it at teardown */

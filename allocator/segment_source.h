@@ -27,7 +27,8 @@ bool segment_source_release(struct gpucache_allocator *allocator, struct block *
 /* The segment that contains `address`, or NULL. */
 struct segment *segment_source_find(struct gpucache_allocator *allocator, uint64_t address);
 
-/* Forgets every segment; with `free_memory`, gives each back to the driver. */
-void segment_source_drop_all(struct gpucache_allocator *allocator, bool free_memory);
+/* Forgets every segment. Plain segments go back to the driver only while
+ * `context_alive` (a dead context took them); expandable ones always do. */
+void segment_source_drop_all(struct gpucache_allocator *allocator, bool context_alive);
 
 #endif

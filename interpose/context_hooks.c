@@ -5,6 +5,7 @@
 #include "device_state.h"
 #include "hook_support.h"
 #include "hooks.h"
+#include "log.h"
 
 CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
@@ -104,9 +105,11 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
     if (result != CUDA_SUCCESS || hook_passes_through())
         return result;
     /* Plain segments become peer-accessible through the driver; mapped
-     * (expandable) memory only through access set per mapping, so every
-     * mapping the owner's cache makes from now on also grants the accessing
-     * device (cuda_driver.c's set_access adds the granted peers). */
+     * (expandable) memory only through access set per mapping. The driver's
+     * call covers neither the mappings made before it nor those made after,
+     * so (as PyTorch does) the owner's cache grants the accessing device
+     * access to what it has mapped now, and every later mapping grants it
+     * too (cuda_driver.c's set_access adds the granted peers). */
     CUcontext current;
     int accessor;
     if (!device_of_current_context(driver, &current, &accessor))
@@ -115,6 +118,15 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
     if (owner < 0)
         return result;
     device_grant_peer(owner, accessor);
+    struct gpucache_allocator *allocator = device_allocator(owner);
+    if (allocator && device_context(owner) == peerContext) {
+        gpucache_result granted = gpucache_allocator_add_peer(allocator, accessor);
+        if (granted != GPUCACHE_SUCCESS)
+            gpucache_log("device %d cannot be given access to the expandable memory device %d "
+                         "mapped before cuCtxEnablePeerAccess (error %d); memory mapped later "
+                         "is accessible",
+                         accessor, owner, granted);
+    }
     return result;
 }
 

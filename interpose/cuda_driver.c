@@ -315,6 +315,11 @@ static gpucache_result address_reserve(void *context, int device, size_t size, u
 static gpucache_result address_free(void *context, int device, uint64_t address, size_t size)
 {
     (void)context;
+    /* A reservation outlives the context it was made in: after a reset the
+     * forgotten allocator still gives its reservations back, with no
+     * context left to enter. */
+    if (!device_context(device))
+        return driver()->mem_address_free(address, size);
     struct context_scope scope;
     CUresult result = enter_device_context(device, &scope);
     if (result == CUDA_SUCCESS)

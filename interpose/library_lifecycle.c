@@ -1,4 +1,5 @@
-/* The constructor parses the configuration and nothing else: the library is
+/* The constructor parses the configuration and, only when snapshot_signal
+ * asks for it, installs that signal's handler; nothing else: the library is
  * preloaded into every process of a session (shells, compilers), and those
  * must behave exactly as without it. */
 #include "library_lifecycle.h"
@@ -6,6 +7,7 @@
 #include <pthread.h>
 
 #include "gpucache_config.h"
+#include "signal_hooks.h"
 
 static bool forked_after_activation;
 
@@ -36,4 +38,7 @@ const struct gpucache_config *library_config(void)
 __attribute__((constructor)) static void library_loaded(void)
 {
     gpucache_config_load_or_exit();
+    /* At load, not at the first allocation: a signal that arrives earlier
+     * must not take the default action (usually termination) instead. */
+    snapshot_signal_install(gpucache_config_current());
 }

@@ -1,11 +1,11 @@
 /* Reports of libgpucache.so. Files are written at exit (from the
  * destructor, with no driver call: the context may be gone), at an OOM and
- * at the first hook after the snapshot signal. The signal handler only sets
- * a flag: writing a snapshot takes locks and allocates. */
+ * at the first hook after the snapshot signal. The signal handler
+ * (signal_hooks.c) only sets a flag: writing a snapshot takes locks and
+ * allocates. */
 #include "library_reports.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +42,8 @@ static bool events_wanted(const struct gpucache_config *config)
     return config->trace_path[0] || config->trace_csv_path[0] || config->snapshot_path[0];
 }
 
-static void snapshot_signal_arrived(int signal_number)
+void library_reports_snapshot_requested(void)
 {
-    (void)signal_number;
     __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
 }
 
@@ -53,14 +52,6 @@ static void create_event_log(void)
     const struct gpucache_config *config = library_config();
     if (events_wanted(config))
         __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
-    if (config->snapshot_signal && config->snapshot_path[0]) {
-        struct sigaction action;
-        memset(&action, 0, sizeof action);
-        action.sa_handler = snapshot_signal_arrived;
-        action.sa_flags = SA_RESTART;
-        sigemptyset(&action.sa_mask);
-        sigaction(config->snapshot_signal, &action, NULL);
-    }
 }
 
 static struct gpucache_event_log *log_if_wanted(void)

@@ -9,7 +9,7 @@
 #include "gpucache_report.h"
 
 /* A device's allocator was created: attaches the event log when a trace or
- * snapshot is configured, and installs the snapshot signal's handler. */
+ * snapshot is configured. */
 void library_reports_allocator_created(struct gpucache_allocator *allocator);
 
 /* One call went to the driver untouched, for `reason`. */
@@ -18,6 +18,10 @@ void library_reports_count_passthrough(enum gpucache_passthrough_reason reason);
 /* The allocator answered out of memory: writes a snapshot now (before the
  * program frees anything), named like the snapshot with -oom-N added. */
 void library_reports_out_of_memory(void);
+
+/* The snapshot signal arrived: the next safe point writes a snapshot.
+ * Async-signal-safe (one atomic store). */
+void library_reports_snapshot_requested(void);
 
 /* Called by the hooks outside every lock: writes the snapshot the signal
  * asked for, if it did (named with -signal-N). Costs one load otherwise. */

@@ -14,6 +14,11 @@
  * accesses to the same device bytes is ordered by CUDA's stream rules, and
  * reports the ones that are not, whatever the timing of the run.
  *
+ * VMM access is per device (cuMemSetAccess per location id), and a copy or
+ * memset issued in a device's context that touches a mapping without access
+ * for that device fails with CUDA_ERROR_INVALID_VALUE (a GPU would fault);
+ * peer access between contexts does not grant it.
+ *
  * A child forked after cuInit cannot use the driver (its threads and state
  * stay with the parent): there every call that needs cuInit, and cuInit
  * itself, returns CUDA_ERROR_NOT_INITIALIZED.

@@ -11,17 +11,35 @@ static bool range_is_device_memory(struct sim_range *range)
            range->kind == SIM_RANGE_IPC_IMPORT;
 }
 
-bool sim_address_is_device_accessible(uintptr_t address, size_t size)
+/* The ordinal of the current context's device; -1 without a context. */
+static int current_device_ordinal(void)
+{
+    struct sim_context *context = sim_current_context();
+    sim_lock();
+    int ordinal = context != NULL && sim_handle_is_live(context, SIM_HANDLE_CONTEXT)
+                      ? context->device->ordinal
+                      : -1;
+    sim_unlock();
+    return ordinal;
+}
+
+/* `accessor`: the device whose access a VMM mapping must grant; -1: any. */
+static bool address_accessible(uintptr_t address, size_t size, int accessor)
 {
     sim_lock();
     struct sim_range *range = sim_range_find(address);
     bool accessible = false;
     if (range != NULL && range->kind == SIM_RANGE_RESERVATION)
-        accessible = sim_vmm_is_accessible(address, size, NULL);
+        accessible = sim_vmm_is_accessible_by(address, size, accessor, NULL);
     else if (range != NULL && range_is_device_memory(range))
         accessible = size <= range->size - (address - range->base);
     sim_unlock();
     return accessible;
+}
+
+bool sim_address_is_device_accessible(uintptr_t address, size_t size)
+{
+    return address_accessible(address, size, current_device_ordinal());
 }
 
 /* True for device-resident memory (device, pool, managed, IPC or mapped
@@ -32,7 +50,7 @@ static bool is_device_resident(uintptr_t address)
     struct sim_range *range = sim_range_find(address);
     bool host = range != NULL && range->kind == SIM_RANGE_HOST;
     sim_unlock();
-    return !host && sim_address_is_device_accessible(address, 1);
+    return !host && address_accessible(address, 1, -1);
 }
 
 /* How a copy or memset treats the calling host thread. */

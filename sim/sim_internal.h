@@ -327,7 +327,11 @@ void sim_range_destroy(struct sim_range *range);
 /* Frees all device allocations that belong to a context. Under sim.lock. */
 void sim_free_context_memory(struct sim_context *context);
 /* Checks that [address, address+size) lies inside memory the driver knows
- * (device, host, managed or a mapped VMM range). */
+ * (device, host, managed or a mapped VMM range) and that the device of the
+ * calling thread's current context may touch it: a VMM mapping grants
+ * access per device, and a copy or memset issued in a device's context
+ * without access fails with CUDA_ERROR_INVALID_VALUE where a GPU would
+ * fault. */
 bool sim_address_is_device_accessible(uintptr_t address, size_t size);
 
 /* ---- VMM (sim_vmm.c) ---------------------------------------------------- */
@@ -339,6 +343,10 @@ CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address,
 /* True when [address, address+size) is mapped with access granted. Under
  * sim.lock. */
 bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device);
+/* The same for the device with ordinal `accessor` (negative: any device):
+ * every byte mapped with access granted to that device. Under sim.lock. */
+bool sim_vmm_is_accessible_by(uintptr_t address, size_t size, int accessor,
+                              struct sim_device **device);
 
 /* ---- streams (sim_stream.c) --------------------------------------------- */
 

@@ -378,6 +378,28 @@ SIM_EXPORT_ALLOCATION_VARIANT(cuMemAllocFromPoolAsync_ptsz,
                                CUstream hStream),
                               allocate_from_pool(dptr, bytesize, pool, hStream, true))
 
+static bool device_allocation_idle_to_free(const struct sim_range *range)
+{
+    return range->kind == SIM_RANGE_DEVICE && !range->free_pending;
+}
+
+/* cuMemFreeAsync of cuMemAlloc memory: the driver documents no restriction
+ * on where the memory came from (unlike cuMemFree's list, and except during
+ * capture), and accepts it. Here it is freed once the stream's work is done
+ * (and, as cuMemFree does, the owning context's), which keeps the stream
+ * order and blocks the host as a synchronizing free may. */
+static CUresult free_device_allocation_async(struct sim_stream *stream, CUdeviceptr dptr)
+{
+    sim_stream_drain(stream);
+    struct sim_range *range =
+        sim_range_claim_idle((uintptr_t)dptr, device_allocation_idle_to_free);
+    if (range == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_range_destroy(range);
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_default)
 {
     struct sim_stream *stream;
@@ -386,6 +408,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
         return result;
     sim_lock();
     struct sim_range *range = sim_range_find((uintptr_t)dptr);
+    if (range != NULL && range->base == (uintptr_t)dptr && range->kind == SIM_RANGE_DEVICE &&
+        !range->free_pending && stream->capture == NULL) {
+        sim_unlock();
+        return free_device_allocation_async(stream, dptr);
+    }
     if (range == NULL || range->base != (uintptr_t)dptr || range->free_pending ||
         (range->kind != SIM_RANGE_POOL && range->kind != SIM_RANGE_CAPTURED)) {
         sim_unlock();

@@ -28,8 +28,21 @@ struct sim_vmm_mapping {
     uintptr_t base;
     size_t size;
     struct sim_physical *physical;
-    CUmemAccess_flags access;
+    /* Per accessing device, as cuMemSetAccess grants it: a GPU checks the
+     * device that touches a mapping, so one flag for all would let a peer
+     * use memory it was never given. */
+    CUmemAccess_flags access[SIM_MAX_DEVICES];
 };
+
+/* The widest access any device has: the host is every device at once. */
+static CUmemAccess_flags widest_access(const struct sim_vmm_mapping *mapping)
+{
+    CUmemAccess_flags widest = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    for (int device = 0; device < SIM_MAX_DEVICES; device++)
+        if (mapping->access[device] > widest)
+            widest = mapping->access[device];
+    return widest;
+}
 
 static bool is_granular(size_t value)
 {
@@ -272,7 +285,8 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         mapping->base = (uintptr_t)ptr;
         mapping->size = size;
         mapping->physical = physical;
-        mapping->access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        for (int device = 0; device < SIM_MAX_DEVICES; device++)
+            mapping->access[device] = CU_MEM_ACCESS_FLAGS_PROT_NONE;
         physical->map_count++;
         LIST_INSERT_HEAD(&range->vmm_mappings, mapping, link);
         sim_racecheck_forget(mapping->base, mapping->size);
@@ -356,9 +370,6 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     SIM_ENTER("cuMemSetAccess");
     if (desc == NULL || count == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    /* The host is every simulated device at once: the widest access granted
-     * to any device decides the page protection. */
-    CUmemAccess_flags widest = CU_MEM_ACCESS_FLAGS_PROT_NONE;
     for (size_t i = 0; i < count; i++) {
         struct sim_device *device;
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
@@ -369,8 +380,6 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return CUDA_ERROR_INVALID_VALUE;
-        if (desc[i].flags > widest)
-            widest = desc[i].flags;
     }
     sim_lock();
     struct sim_range *range = containing_reservation((uintptr_t)ptr, size);
@@ -388,10 +397,19 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
         sim_unlock();
         return CUDA_ERROR_INVALID_VALUE;
     }
-    mprotect((void *)start, size, protection_for(widest));
-    LIST_FOREACH(mapping, &range->vmm_mappings, link)
-        if (mapping->base < end && start < mapping->base + mapping->size)
-            mapping->access = widest;
+    /* Devices not named keep the access they had. The host is every
+     * simulated device at once: the widest access of any device decides a
+     * mapping's page protection. */
+    LIST_FOREACH(mapping, &range->vmm_mappings, link) {
+        if (mapping->base >= end || start >= mapping->base + mapping->size)
+            continue;
+        for (size_t i = 0; i < count; i++)
+            mapping->access[desc[i].location.id] = desc[i].flags;
+        uintptr_t low = mapping->base > start ? mapping->base : start;
+        uintptr_t mapping_end = mapping->base + mapping->size;
+        uintptr_t high = mapping_end < end ? mapping_end : end;
+        mprotect((void *)low, high - low, protection_for(widest_access(mapping)));
+    }
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -411,7 +429,7 @@ SIM_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocatio
     if (range != NULL)
         LIST_FOREACH(mapping, &range->vmm_mappings, link)
             if ((uintptr_t)ptr >= mapping->base && (uintptr_t)ptr < mapping->base + mapping->size) {
-                *flags = mapping->access;
+                *flags = mapping->access[location->id];
                 result = CUDA_SUCCESS;
             }
     sim_unlock();
@@ -447,12 +465,22 @@ CUresult sim_vmm_mapping_range(struct sim_range *reservation, uintptr_t address,
  * so every byte of it must be mapped with access, whichever mapping holds it. */
 bool sim_vmm_is_accessible(uintptr_t address, size_t size, struct sim_device **device)
 {
+    return sim_vmm_is_accessible_by(address, size, -1, device);
+}
+
+bool sim_vmm_is_accessible_by(uintptr_t address, size_t size, int accessor,
+                              struct sim_device **device)
+{
     struct sim_vmm_mapping *first = NULL;
     uintptr_t cursor = address;
     size_t remaining = size;
     for (;;) {
         struct sim_vmm_mapping *mapping = mapping_at(cursor);
-        if (mapping == NULL || mapping->access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+        CUmemAccess_flags access = mapping == NULL ? CU_MEM_ACCESS_FLAGS_PROT_NONE
+                                   : accessor < 0 || accessor >= SIM_MAX_DEVICES
+                                       ? widest_access(mapping)
+                                       : mapping->access[accessor];
+        if (access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
             return false;
         if (first == NULL)
             first = mapping;

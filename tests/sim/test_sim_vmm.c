@@ -330,3 +330,63 @@ Test(vmm, copies_cross_adjacent_mappings)
     EXPECT_OK(cuMemRelease(second));
     EXPECT_OK(cuMemAddressFree(base, 3 * PAGE));
 }
+
+static void two_devices(void)
+{
+    setenv("GPUSIM_DEVICES", "2", 1);
+}
+
+static void grant_device(CUdeviceptr address, size_t size, int device, CUmemAccess_flags flags)
+{
+    CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device},
+                              .flags = flags};
+    EXPECT_OK(cuMemSetAccess(address, size, &access, 1));
+}
+
+/* Access is per device, as on a GPU: a copy or memset issued in the context
+ * of a device the mapping does not grant fails with
+ * CUDA_ERROR_INVALID_VALUE (a GPU would fault); peer access between the
+ * contexts does not grant it, cuMemSetAccess for that device does, and
+ * leaves the other device's access as it was. */
+Test(vmm, access_is_granted_per_device, .init = two_devices)
+{
+    EXPECT_OK(cuInit(0));
+    CUcontext zero, one;
+    EXPECT_OK(cuDevicePrimaryCtxRetain(&zero, 0));
+    EXPECT_OK(cuDevicePrimaryCtxRetain(&one, 1));
+    EXPECT_OK(cuCtxSetCurrent(zero));
+    CUmemAllocationProp properties = device_properties(0);
+    CUdeviceptr base;
+    EXPECT_OK(cuMemAddressReserve(&base, PAGE, 0, 0, 0));
+    CUmemGenericAllocationHandle handle;
+    EXPECT_OK(cuMemCreate(&handle, PAGE, &properties, 0));
+    EXPECT_OK(cuMemMap(base, PAGE, 0, handle, 0));
+    grant_device(base, PAGE, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    EXPECT_OK(cuMemsetD8(base, 0x5A, PAGE));
+
+    EXPECT_OK(cuCtxSetCurrent(one));
+    CUdeviceptr on_one;
+    EXPECT_OK(cuMemAlloc(&on_one, PAGE));
+    EXPECT_OK(cuCtxEnablePeerAccess(zero, 0));
+    EXPECT_RESULT(cuMemcpyDtoD(on_one, base, PAGE), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemcpyPeer(on_one, one, base, zero, PAGE), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemsetD8(base, 0, PAGE), CUDA_ERROR_INVALID_VALUE);
+    unsigned long long flags = 99;
+    CUmemLocation location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1};
+    EXPECT_OK(cuMemGetAccess(&flags, &location, base));
+    cr_assert_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+
+    grant_device(base, PAGE, 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    EXPECT_OK(cuMemcpyDtoD(on_one, base, PAGE));
+    unsigned char byte = 0;
+    EXPECT_OK(cuMemcpyDtoH(&byte, on_one + PAGE - 1, 1));
+    cr_assert_eq(byte, 0x5A);
+    location.id = 0;
+    EXPECT_OK(cuMemGetAccess(&flags, &location, base));
+    cr_assert_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "device 0 kept its access");
+
+    EXPECT_OK(cuMemFree(on_one));
+    EXPECT_OK(cuMemUnmap(base, PAGE));
+    EXPECT_OK(cuMemRelease(handle));
+    EXPECT_OK(cuMemAddressFree(base, PAGE));
+}
