@@ -390,7 +390,7 @@ static bool device_allocation_idle_to_free(const struct sim_range *range)
  * order and blocks the host as a synchronizing free may. */
 static CUresult free_device_allocation_async(struct sim_stream *stream, CUdeviceptr dptr)
 {
-    sim_stream_drain(stream);
+    sim_stream_drain(stream, false); /* the sim's own wait: CUDA does not block the host here */
     struct sim_range *range =
         sim_range_claim_idle((uintptr_t)dptr, device_allocation_idle_to_free);
     if (range == NULL)
