@@ -2,18 +2,43 @@
  * (cudaDeviceReset, the last primary-context release, cuCtxDestroy) the
  * driver frees its memory itself: the device's cache is forgotten, never
  * freed a second time. */
+#include "cuda_driver.h"
 #include "device_state.h"
 #include "hook_support.h"
 #include "hooks.h"
+#include "library_lifecycle.h"
 #include "log.h"
+
+/* Before a reset: expandable segments give their handles back while the
+ * context still exists, and unmapping does not wait for work in flight, so
+ * the device's work must be done first (the race detector of the simulated
+ * device reports the unmapping otherwise). Plain segments make no call. */
+static void forget_before_context_ends(CUdevice dev)
+{
+    if (hook_passes_through())
+        return;
+    const struct gpucache_driver *driver = cuda_driver_interface();
+    if (library_config()->expandable_segments && device_context(dev) && device_allocator(dev))
+        driver->synchronize_device(driver->context, dev);
+    device_forget(dev);
+}
+
+/* The same for every device served in a context about to be destroyed. */
+static void forget_context_before_destroy(CUcontext ctx)
+{
+    if (hook_passes_through() || !ctx)
+        return;
+    for (int dev = 0; dev < device_count_limit(); dev++)
+        if (device_context(dev) == ctx)
+            forget_before_context_ends(dev);
+}
 
 CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!hook_passes_through())
-        device_forget(dev);
+    forget_before_context_ends(dev);
     return driver->primary_ctx_reset(dev);
 }
 
@@ -22,8 +47,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!hook_passes_through())
-        device_forget(dev);
+    forget_before_context_ends(dev);
     return driver->primary_ctx_reset_v2(dev);
 }
 
@@ -64,8 +88,7 @@ CUresult cuCtxDestroy(CUcontext ctx)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!hook_passes_through())
-        device_forget_context(ctx);
+    forget_context_before_destroy(ctx);
     return driver->ctx_destroy(ctx);
 }
 
@@ -74,8 +97,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!hook_passes_through())
-        device_forget_context(ctx);
+    forget_context_before_destroy(ctx);
     return driver->ctx_destroy_v2(ctx);
 }
 

@@ -390,7 +390,9 @@ static bool device_allocation_idle_to_free(const struct sim_range *range)
  * order and blocks the host as a synchronizing free may. */
 static CUresult free_device_allocation_async(struct sim_stream *stream, CUdeviceptr dptr)
 {
-    sim_stream_drain(stream, false); /* the sim's own wait: CUDA does not block the host here */
+    /* The sim's own wait: CUDA does not block the host here, so the race
+     * detector must not count it as the host observing the stream. */
+    sim_stream_drain(stream, false);
     struct sim_range *range =
         sim_range_claim_idle((uintptr_t)dptr, device_allocation_idle_to_free);
     if (range == NULL)
