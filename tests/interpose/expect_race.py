@@ -5,6 +5,9 @@ standard error holds at least one race line. Used for the tests that put a
 reuse defect back, so they show the detector finds it whatever the timing.
 
     expect_race.py PROGRAM [ARGS...]
+
+EXPECT_RACE_PRELOAD, when set, becomes the program's LD_PRELOAD: the library
+(and a sanitizer runtime) is preloaded into the program, not into Python.
 """
 import os
 import subprocess
@@ -18,6 +21,9 @@ def main():
         print("usage: expect_race.py PROGRAM [ARGS...]", file=sys.stderr)
         return 2
     environment = dict(os.environ, GPUSIM_RACECHECK="1")
+    preload = environment.pop("EXPECT_RACE_PRELOAD", None)
+    if preload:
+        environment["LD_PRELOAD"] = preload
     run = subprocess.run(sys.argv[1:], env=environment, capture_output=True, text=True,
                          timeout=120)
     races = [line for line in run.stderr.splitlines() if line.startswith("gpusim: race: ")]

@@ -43,6 +43,20 @@ static bool signal_snapshot_exists(int number)
     return access(path, F_OK) == 0;
 }
 
+/* Files an earlier run with the same process id left would be refused
+ * (the library never overwrites): start without them. */
+static void remove_stale_snapshots(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/snap-%ld.json", directory, (long)getpid());
+    unlink(path);
+    for (int number = 1; number <= 4; number++) {
+        snprintf(path, sizeof path, "%s/snap-%ld-signal-%d.json", directory, (long)getpid(),
+                 number);
+        unlink(path);
+    }
+}
+
 /* One CUDA call: the safe point at which a requested snapshot is written. */
 static void call_cuda(void)
 {
@@ -67,6 +81,7 @@ int main(int argc, char **argv)
     directory = argv[1];
     const char *which = argv[2];
     CHECK(mkdir(directory, 0700) == 0 || errno == EEXIST, "mkdir %s", directory);
+    remove_stale_snapshots();
     struct sigaction seen;
     CHECK(sigaction(SIGUSR1, NULL, &seen) == 0, "query");
     CHECK(!(seen.sa_flags & SA_SIGINFO) && seen.sa_handler == SIG_DFL,
