@@ -117,8 +117,11 @@ const struct gpucache_snapshot *gpucache_snapshot_builder_finish(
 {
     if (builder->failed)
         return NULL;
-    qsort(builder->segments, builder->snapshot.segment_count, sizeof *builder->segments,
-          compare_addresses);
+    /* A snapshot taken before the first allocation has no segments, and
+     * qsort may not be given a NULL array even then. */
+    if (builder->snapshot.segment_count != 0)
+        qsort(builder->segments, builder->snapshot.segment_count, sizeof *builder->segments,
+              compare_addresses);
     builder->snapshot.segments = builder->segments;
     builder->snapshot.blocks = builder->blocks;
     builder->snapshot.device_traces = builder->traces;
