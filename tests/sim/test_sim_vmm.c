@@ -363,6 +363,9 @@ Test(vmm, access_is_granted_per_device, .init = two_devices)
     EXPECT_OK(cuMemMap(base, PAGE, 0, handle, 0));
     grant_device(base, PAGE, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
     EXPECT_OK(cuMemsetD8(base, 0x5A, PAGE));
+    /* A device memset may return before it is done, and device 1's legacy
+     * stream does not order with device 0's. */
+    EXPECT_OK(cuCtxSynchronize());
 
     EXPECT_OK(cuCtxSetCurrent(one));
     CUdeviceptr on_one;
