@@ -631,6 +631,9 @@ class Generator:
         self.out = []
         for thread in range(thread_count):
             pending_reads = []
+            for _ in range(self.random.choice([0, 1, 1, 2])):
+                self.emit(thread, "stream_create", self.name("s"), self.random.choice(
+                    ["blocking", "nonblocking", "nonblocking", "priority-1", "nbpriority0"]))
             for _ in range(steps):
                 self.step(thread, pending_reads)
             self.end_thread(thread, pending_reads)
@@ -803,15 +806,24 @@ def check_case(paths, case, configurations, scratch, executor=None):
 
 # ---------------------------------------------------------------- shrinking
 
+CREATING = {"stream_create": 0, "event_create": 0, "malloc": 0, "malloc_async": 0,
+            "cu_alloc": 0, "dtoh": 4}
+
+
 def without(case, removed):
-    """`case` minus the operations whose flat indices are in `removed`."""
-    phases, index = [], 0
-    for thread_count, ops in case.phases:
-        kept = []
-        for entry in ops:
-            if index not in removed:
-                kept.append(entry)
-            index += 1
+    """`case` minus the operations whose flat indices are in `removed`, and
+    minus every operation naming an object that a removed one created (a
+    buffer's fill, uses and free go with its allocation)."""
+    flat = [(p, thread, op) for p, (_, ops) in enumerate(case.phases) for thread, op in ops]
+    gone = set()
+    for index in removed:
+        op = flat[index][2]
+        if op[0] in CREATING:
+            gone.add(op[1 + CREATING[op[0]]])
+    phases = []
+    for p, (thread_count, _) in enumerate(case.phases):
+        kept = [(thread, op) for index, (q, thread, op) in enumerate(flat)
+                if q == p and index not in removed and not gone.intersection(op[1:])]
         if kept:
             phases.append((thread_count, kept))
     return Case(phases, case.memory, case.comment)
