@@ -54,12 +54,42 @@
  *                            "peak_physical_bytes": N,
  *                            "current_physical_bytes": N,
  *                            "synchronizations": N,
+ *                            "races": N,
  *                            "devices": [{"capacity": N,
  *                                         "peak_physical_bytes": N,
  *                                         "current_physical_bytes": N}, ...]}
  *                         "calls" counts every driver entry point by its
  *                         exported name; synchronizations counts context,
- *                         stream and event synchronizes.
+ *                         stream and event synchronizes; races counts the
+ *                         GPUSIM_RACECHECK reports.
+ *   GPUSIM_RACECHECK=MODE a happens-before race detector over device memory
+ *                         (device, pool, managed and mapped VMM bytes; host
+ *                         memory is not tracked). MODE is 0 (off, the
+ *                         default), 1 (report each race as one line on
+ *                         stderr; at exit a process that saw a race exits
+ *                         with status 66) or abort (report the first race,
+ *                         then abort()). Every copy, memset and stream
+ *                         memory operation records which stream read or
+ *                         wrote which bytes; two accesses to the same bytes,
+ *                         one a write, race unless CUDA's rules order them:
+ *                         program order in a stream, the host's knowledge
+ *                         when it queues work, the legacy default stream's
+ *                         implicit ordering with blocking (also per-thread
+ *                         default) streams, event record/wait, and host
+ *                         synchronization (cuStreamSynchronize, cuCtxSynchronize,
+ *                         cuEventSynchronize, a successful cuEventQuery or
+ *                         cuStreamQuery, copies that block the host,
+ *                         cuMemFree). All host threads count as one host:
+ *                         the program's own host-side synchronization is
+ *                         invisible to the device. Allocations, pool
+ *                         allocations and new VMM mappings start fresh;
+ *                         cuMemUnmap or cuMemAddressFree of bytes whose last
+ *                         use the host has not synchronized with is reported
+ *                         as a race too. Stream memory operations do not
+ *                         race with each other (they synchronize through
+ *                         memory), and synchronous device-to-device copies
+ *                         and memsets do not order the host, as CUDA allows
+ *                         them to return early.
  *
  * The functions below are for tests that link libcuda.so.1 directly. */
 #ifndef GPUSIM_H
@@ -84,6 +114,13 @@ unsigned long long gpusim_call_count(const char *name);
 
 /* Context, stream and event synchronizations made so far. */
 unsigned long long gpusim_synchronization_count(void);
+
+/* Races GPUSIM_RACECHECK has reported so far (0 when it is off). */
+unsigned long long gpusim_race_count(void);
+
+/* Sets the race count back to 0, so a test that expects a race can still
+ * exit with status 0. */
+void gpusim_forget_races(void);
 
 /* Writes the GPUSIM_STATS document to `path` now; 0 on success, -1 with
  * errno on failure. */

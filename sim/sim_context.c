@@ -83,13 +83,13 @@ static void collect_streams(struct sim_context *context, struct sim_stream ***st
     sim_unlock();
 }
 
-void sim_context_drain(struct sim_context *context)
+void sim_context_drain(struct sim_context *context, bool host_observes)
 {
     struct sim_stream **streams;
     size_t count;
     collect_streams(context, &streams, &count);
     for (size_t i = 0; i < count; i++) {
-        sim_stream_drain(streams[i]);
+        sim_stream_drain(streams[i], host_observes);
         sim_stream_release(streams[i]);
     }
     free(streams);
@@ -109,13 +109,14 @@ static bool has_closed_streams(struct sim_context *context)
  * destroy). */
 static void context_teardown(struct sim_context *context)
 {
-    sim_context_drain(context);
+    sim_context_drain(context, true);
     sim_lock();
     sim_capture_teardown(context);
     struct sim_stream *stream;
     LIST_FOREACH(stream, &context->streams, context_link)
         sim_stream_close(stream);
     context->legacy_stream = NULL;
+    sim_racecheck_context_reset(context);
     sim_events_teardown(context);
     sim_free_context_memory(context);
     context->active = false;
@@ -412,7 +413,7 @@ static CUresult context_synchronize(CUcontext ctx)
     if (result != CUDA_SUCCESS)
         return result;
     atomic_fetch_add(&sim.synchronizations, 1);
-    sim_context_drain(context);
+    sim_context_drain(context, true);
     return CUDA_SUCCESS;
 }
 

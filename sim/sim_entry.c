@@ -80,8 +80,12 @@ static CUresult injected_failure(struct sim_entry_point *entry)
     return failure;
 }
 
-CUresult sim_enter(struct sim_entry_point *entry, bool needs_init)
+_Thread_local struct sim_call_site sim_call_site;
+
+CUresult sim_enter(struct sim_entry_point *entry, bool needs_init, const void *return_address)
 {
+    sim_call_site.entry_name = entry->name;
+    sim_call_site.return_address = return_address;
     if (!atomic_load_explicit(&entry->registered, memory_order_acquire))
         register_entry_point(entry);
     atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);

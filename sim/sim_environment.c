@@ -182,6 +182,19 @@ void sim_read_environment(struct sim_settings *settings)
     const char *fail = getenv("GPUSIM_FAIL");
     if (fail != NULL && fail[0] != '\0')
         parse_fail_rules(fail, settings);
+    const char *racecheck = getenv("GPUSIM_RACECHECK");
+    if (racecheck != NULL) {
+        if (strcmp(racecheck, "0") == 0)
+            settings->racecheck = SIM_RACECHECK_OFF;
+        else if (strcmp(racecheck, "1") == 0)
+            settings->racecheck = SIM_RACECHECK_REPORT;
+        else if (strcmp(racecheck, "abort") == 0)
+            settings->racecheck = SIM_RACECHECK_ABORT;
+        else
+            reject("GPUSIM_RACECHECK", racecheck,
+                   "expected 0 (off), 1 (report races, exit status 66) or abort (abort at the "
+                   "first race)");
+    }
     const char *stats = getenv("GPUSIM_STATS");
     if (stats != NULL) {
         if (stats[0] == '\0' || strlen(stats) >= sizeof settings->stats_path)

@@ -19,6 +19,7 @@ void sim_event_release(struct sim_event *event)
         return;
     if (event->stream != NULL)
         sim_stream_release(event->stream);
+    sim_clock_free(&event->race_clock);
     pthread_mutex_destroy(&event->mutex);
     free(event);
 }
@@ -200,11 +201,14 @@ SIM_EXPORT_VARIANT(cuEventRecordWithFlags_ptsz,
                    (CUevent hEvent, CUstream hStream, unsigned int flags),
                    event_record(hEvent, hStream, flags, true))
 
-/* The state of the last record: NULL stream when never recorded. */
+/* The state of the last record: NULL stream when never recorded. `clock`
+ * receives that record's race-detector clock. */
 static void event_target(struct sim_event *event, struct sim_stream **stream,
-                         unsigned long long *sequence, unsigned long long *capture_id)
+                         unsigned long long *sequence, unsigned long long *capture_id,
+                         struct sim_clock *clock)
 {
     pthread_mutex_lock(&event->mutex);
+    sim_racecheck_copy_event_clock(event, clock);
     *stream = event->stream;
     if (*stream != NULL)
         sim_stream_retain(*stream);
@@ -225,13 +229,19 @@ static CUresult event_wait_or_query(CUevent hEvent, bool wait)
     struct sim_stream *stream;
     unsigned long long sequence;
     unsigned long long capture_id;
-    event_target(event, &stream, &sequence, &capture_id);
+    struct sim_clock recorded = {0};
+    event_target(event, &stream, &sequence, &capture_id, &recorded);
     if (capture_id != 0)
         result = CUDA_ERROR_CAPTURED_EVENT;
     else if (stream != NULL && wait)
         sim_stream_wait_for(stream, sequence);
     else if (stream != NULL && !sim_stream_reached(stream, sequence))
         result = CUDA_ERROR_NOT_READY;
+    /* A synchronize, or a query that found the event complete, tells the
+     * host that the recorded work is done. */
+    if (result == CUDA_SUCCESS)
+        sim_racecheck_host_observes(&recorded);
+    sim_clock_free(&recorded);
     if (stream != NULL)
         sim_stream_release(stream);
     sim_event_release(event);
@@ -300,7 +310,8 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     struct sim_stream *target;
     unsigned long long sequence;
     unsigned long long capture_id;
-    event_target(event, &target, &sequence, &capture_id);
+    struct sim_clock recorded = {0};
+    event_target(event, &target, &sequence, &capture_id, &recorded);
     if (capture_id != 0) {
         /* Waiting on an event recorded in a capture joins that capture. */
         sim_lock();
@@ -317,12 +328,14 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
         sim_stream_retain(target);
         work.u.wait.stream = target;
         work.u.wait.sequence = sequence;
+        work.u.wait.happens_after = &recorded;
         result = sim_stream_submit(stream, &work, NULL);
         if (result != CUDA_SUCCESS)
             sim_stream_release(target);
     }
     if (target != NULL)
         sim_stream_release(target);
+    sim_clock_free(&recorded);
     sim_event_release(event);
     return result;
 }

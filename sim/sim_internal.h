@@ -56,14 +56,24 @@ struct sim_entry_point {
     struct sim_entry_point *next_registered;
 };
 
-/* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL. */
-CUresult sim_enter(struct sim_entry_point *entry, bool needs_init);
+/* The exported entry point the calling thread is in and where it was called
+ * from, kept so that a race report can name the program's call site. */
+struct sim_call_site {
+    const char *entry_name;
+    const void *return_address;
+};
+extern _Thread_local struct sim_call_site sim_call_site;
+
+/* Counts the call, checks that cuInit ran and applies GPUSIM_FAIL;
+ * `return_address` is the exported function's caller. */
+CUresult sim_enter(struct sim_entry_point *entry, bool needs_init, const void *return_address);
 
 #define SIM_ENTRY_(exported_name, entry_class_value, needs_init)                                    \
     do {                                                                                \
         static struct sim_entry_point entry_point_ = {.name = exported_name,            \
                                                       .entry_class = entry_class_value};            \
-        CUresult entry_result_ = sim_enter(&entry_point_, needs_init);                  \
+        CUresult entry_result_ =                                                        \
+            sim_enter(&entry_point_, needs_init, __builtin_return_address(0));          \
         if (entry_result_ != CUDA_SUCCESS)                                              \
             return entry_result_;                                                       \
     } while (0)
@@ -118,6 +128,12 @@ struct sim_fail_rule {
 
 #define SIM_MAX_FAIL_RULES 32
 
+enum sim_racecheck_mode {
+    SIM_RACECHECK_OFF,
+    SIM_RACECHECK_REPORT, /* report every race, exit with status 66 */
+    SIM_RACECHECK_ABORT,  /* report the first race and abort() */
+};
+
 struct sim_settings {
     int device_count;
     size_t memory_per_device;
@@ -127,6 +143,7 @@ struct sim_settings {
     double fail_rate;
     unsigned long long fail_seed;
     char stats_path[4096];
+    enum sim_racecheck_mode racecheck;
 };
 
 /* Parses GPUSIM_*; on a bad value prints one line and exits with status 2. */
@@ -136,6 +153,14 @@ void sim_read_environment(struct sim_settings *settings);
 bool sim_parse_error_name(const char *text, CUresult *error);
 
 /* ---- core objects ------------------------------------------------------- */
+
+/* A vector clock of the race detector: ticks[actor] is the last operation
+ * of that actor (0: the host, then one per stream ever created) known to
+ * happen before. Missing entries are 0. */
+struct sim_clock {
+    unsigned long long *ticks;
+    unsigned length;
+};
 
 struct sim_context;
 struct sim_stream;
@@ -196,6 +221,9 @@ struct sim_context {
     /* Taken while a work item is queued, so that the implicit waits between
      * the legacy stream and blocking streams see a consistent order. */
     pthread_mutex_t submit_lock;
+    /* Race detector: what the blocking streams that have left `streams`
+     * had done, still ordered before later legacy-stream work. */
+    struct sim_clock race_retired_blocking;
 };
 
 struct sim_state {
@@ -225,8 +253,10 @@ struct sim_context *sim_current_context(void);
 CUresult sim_require_context(struct sim_context **context);
 /* Validates a device ordinal. */
 CUresult sim_device_lookup(CUdevice ordinal, struct sim_device **device);
-/* Waits until every stream of the context has drained. */
-void sim_context_drain(struct sim_context *context);
+/* Waits until every stream of the context has drained. `host_observes`:
+ * the wait is one CUDA defines (context synchronize, cuMemFree), so the
+ * race detector orders later host submissions after that work. */
+void sim_context_drain(struct sim_context *context, bool host_observes);
 
 /* ---- device memory accounting (sim_memory.c) ---------------------------- */
 
@@ -358,6 +388,9 @@ struct sim_work {
         struct {
             struct sim_stream *stream;
             unsigned long long sequence;
+            /* cuStreamWaitEvent: the event's clock for the race detector;
+             * NULL for the legacy stream's implicit waits. */
+            const struct sim_clock *happens_after;
         } wait;
         struct {
             struct sim_range *range;
@@ -380,6 +413,7 @@ struct sim_stream {
     bool per_thread;
     bool closed; /* destroyed by the program; under sim.lock */
     unsigned long long id;
+    unsigned race_actor; /* the race detector's stable index for it */
     atomic_int references;
     /* In the context's list until its worker has finished, so that context
      * synchronization also waits for destroyed streams' work. */
@@ -406,12 +440,17 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
  * the legacy default stream. Takes ownership of nothing. */
 CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *work,
                            unsigned long long *sequence);
+/* sim_stream_submit that also copies the item's race-detector clock into
+ * `observed` (when detecting), for a host that then waits for the item. */
+CUresult sim_stream_submit_observed(struct sim_stream *stream, const struct sim_work *work,
+                                    unsigned long long *sequence, struct sim_clock *observed);
 /* Blocks until the stream has completed `sequence`. */
 void sim_stream_wait_for(struct sim_stream *stream, unsigned long long sequence);
 /* True when the stream has completed `sequence`. */
 bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence);
-/* Blocks until all work queued so far on the stream is done. */
-void sim_stream_drain(struct sim_stream *stream);
+/* Blocks until all work queued so far on the stream is done;
+ * `host_observes` as for sim_context_drain. */
+void sim_stream_drain(struct sim_stream *stream, bool host_observes);
 void sim_stream_retain(struct sim_stream *stream);
 void sim_stream_release(struct sim_stream *stream);
 /* Closes a stream: queued work still runs, then its worker leaves the
@@ -445,6 +484,8 @@ struct sim_event {
     /* Id of the capture sequence the last record went into; 0 when the
      * last record was a real one. */
     unsigned long long capture_id;
+    /* The recording stream's clock at the last record (race detector). */
+    struct sim_clock race_clock;
 };
 
 /* Worker side of an event record. */
@@ -504,6 +545,70 @@ struct sim_pool *sim_pool_create_default(struct sim_device *device);
 /* Returns a pool allocation to the device (worker side of cuMemFreeAsync).
  * Under sim.lock. */
 void sim_pool_free_now(struct sim_range *range);
+
+/* ---- stream race detection (sim_racecheck.c) ---------------------------- */
+
+/* GPUSIM_RACECHECK: happens-before race detection over device memory with
+ * vector clocks, from CUDA's ordering rules only. Clocks advance when work
+ * is queued, in host program order, never in the workers. All host threads
+ * share one clock: the program's own host synchronization is invisible to
+ * the device. Lock order: sim.lock, then the race lock, then stream
+ * mutexes; the functions that do not say "under the race lock" take it. */
+
+static inline bool sim_racecheck_enabled(void)
+{
+    return sim.settings.racecheck != SIM_RACECHECK_OFF;
+}
+
+enum sim_access_mode {
+    SIM_ACCESS_READ,
+    SIM_ACCESS_WRITE,
+    /* Stream memory operations (cuStreamWaitValue/WriteValue) synchronize
+     * through memory: like atomics, they do not race with each other. */
+    SIM_ACCESS_SYNC_READ,
+    SIM_ACCESS_SYNC_WRITE,
+};
+
+/* At the first cuInit, after the environment: the host actor and the exit
+ * handler that turns races into exit status 66. */
+void sim_racecheck_initialize(void);
+void sim_racecheck_lock(void);
+void sim_racecheck_unlock(void);
+/* Gives a new stream its never-reused actor. Under sim.lock. */
+void sim_racecheck_stream_created(struct sim_stream *stream);
+/* A stream the program destroyed (or whose thread ended). Under sim.lock. */
+void sim_racecheck_stream_closed(struct sim_stream *stream);
+/* Under sim.lock and the race lock, before `work` is queued on `stream`:
+ * advances the stream's clock, applies CUDA's ordering rules (host, legacy
+ * stream, event waits) and records the item's device accesses. */
+void sim_racecheck_order_submission(struct sim_stream *stream, const struct sim_work *work);
+/* Records one access by the operation just ordered on `stream` (NULL: the
+ * host) and reports a conflict with an unordered earlier access. Call it
+ * from sim_racecheck_order_submission's item kinds (a kernel launch would
+ * list its ranges there); under sim.lock and the race lock. Host memory is
+ * ignored. */
+void sim_racecheck_record_access(uintptr_t address, size_t bytes, enum sim_access_mode mode,
+                                 struct sim_stream *stream, const char *operation,
+                                 const void *return_address);
+/* Copies the stream's current clock into `into`. Under the race lock. */
+void sim_racecheck_copy_stream_clock(struct sim_stream *stream, struct sim_clock *into);
+/* Copies the event's last-record clock into `into`. */
+void sim_racecheck_copy_event_clock(struct sim_event *event, struct sim_clock *into);
+/* The host has seen work complete whose clock is `observed`. */
+void sim_racecheck_host_observes(const struct sim_clock *observed);
+/* The same for everything queued on `stream`. Under the race lock. */
+void sim_racecheck_host_observes_stream(struct sim_stream *stream);
+/* Memory that starts fresh or stops existing: drops what was recorded. */
+void sim_racecheck_forget(uintptr_t address, size_t bytes);
+/* Memory the host is taking away (cuMemUnmap, cuMemAddressFree): reports an
+ * access not yet ordered before the host ("unmapped while in use"), then
+ * forgets the range. */
+void sim_racecheck_release(uintptr_t address, size_t bytes);
+/* The context's streams and clocks are going away. Under sim.lock. */
+void sim_racecheck_context_reset(struct sim_context *context);
+void sim_clock_free(struct sim_clock *clock);
+/* Races reported so far. */
+unsigned long long sim_racecheck_race_count(void);
 
 /* ---- copies (sim_copy.c) ------------------------------------------------ */
 

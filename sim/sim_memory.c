@@ -40,6 +40,10 @@ struct sim_range *sim_range_new(enum sim_range_kind kind, struct sim_context *co
 void sim_range_insert(struct sim_range *range)
 {
     RB_INSERT(sim_range_tree, &ranges, range);
+    /* New memory has no history, even at an address used before. A
+     * reservation's bytes start fresh at each cuMemMap instead. */
+    if (range->kind != SIM_RANGE_RESERVATION)
+        sim_racecheck_forget(range->base, range->size);
 }
 
 static void range_remove(struct sim_range *range)
@@ -179,6 +183,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
 void sim_range_destroy(struct sim_range *range)
 {
     range_remove(range);
+    sim_racecheck_forget(range->base, range->size);
     if (range->mapping != NULL)
         munmap(range->mapping, range->mapping_size);
     if (range->shared_fd >= 0)
@@ -260,8 +265,10 @@ struct sim_range *sim_range_claim_idle(uintptr_t address, bool (*accepts)(const 
     sim_unlock();
     if (!found)
         return NULL;
+    /* The host waits, as the driver's free does: what the memory was used
+     * for is then ordered before the host (race detector). */
     if (owner != NULL)
-        sim_context_drain(owner);
+        sim_context_drain(owner, true);
     sim_lock();
     /* Another thread may have freed it meanwhile. */
     range = sim_range_find(address);

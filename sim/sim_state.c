@@ -85,6 +85,9 @@ static void initialize_once(void)
         device->default_pool = sim_pool_create_default(device);
         device->current_pool = device->default_pool;
     }
+    /* Before the stats writer, so that its exit status handler runs after
+     * the stats file is written. */
+    sim_racecheck_initialize();
     if (sim.settings.stats_path[0] != '\0')
         atexit(sim_write_stats_at_exit);
     pthread_atfork(NULL, NULL, after_fork_in_child);

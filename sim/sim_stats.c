@@ -64,8 +64,8 @@ SIM_EXPORT int gpusim_write_stats(const char *path)
     }
     fprintf(file, "\n  },\n  \"peak_physical_bytes\": %zu,\n  \"current_physical_bytes\": %zu,\n",
             peak, current);
-    fprintf(file, "  \"synchronizations\": %llu,\n  \"devices\": [",
-            atomic_load(&sim.synchronizations));
+    fprintf(file, "  \"synchronizations\": %llu,\n  \"races\": %llu,\n  \"devices\": [",
+            atomic_load(&sim.synchronizations), sim_racecheck_race_count());
     for (int i = 0; i < sim.device_count; i++)
         fprintf(file,
                 "%s\n    {\"capacity\": %zu, \"peak_physical_bytes\": %zu, "

@@ -147,6 +147,7 @@ CUresult sim_stream_create(struct sim_context *context, unsigned flags, int prio
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     LIST_INSERT_HEAD(&context->streams, stream, context_link);
+    sim_racecheck_stream_created(stream);
     if (!legacy && !per_thread)
         sim_handle_register(&stream->handle, SIM_HANDLE_STREAM);
     *out = stream;
@@ -158,6 +159,7 @@ void sim_stream_close(struct sim_stream *stream)
     if (stream->closed)
         return;
     stream->closed = true;
+    sim_racecheck_stream_closed(stream);
     if (stream->handle.kind == SIM_HANDLE_STREAM)
         sim_handle_unregister(&stream->handle);
     if (stream->capture != NULL && stream->capture->origin == stream)
@@ -328,6 +330,12 @@ static CUresult add_implicit_waits(struct sim_stream *stream)
 CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *work,
                            unsigned long long *sequence)
 {
+    return sim_stream_submit_observed(stream, work, sequence, NULL);
+}
+
+CUresult sim_stream_submit_observed(struct sim_stream *stream, const struct sim_work *work,
+                                    unsigned long long *sequence, struct sim_clock *observed)
+{
     struct sim_work *copy = malloc(sizeof *copy);
     if (copy == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -350,8 +358,21 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
     }
     CUresult result = add_implicit_waits(stream);
     unsigned long long queued = 0;
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS) {
+        /* The clock is computed before the worker can see the item, and the
+         * race lock spans the append so that a host observing `submitted`
+         * sees the matching clock. */
+        bool detecting = sim_racecheck_enabled();
+        if (detecting) {
+            sim_racecheck_lock();
+            sim_racecheck_order_submission(stream, copy);
+            if (observed != NULL)
+                sim_racecheck_copy_stream_clock(stream, observed);
+        }
         queued = append(stream, copy);
+        if (detecting)
+            sim_racecheck_unlock();
+    }
     sim_unlock();
     pthread_mutex_unlock(&context->submit_lock);
     if (result != CUDA_SUCCESS) {
@@ -379,13 +400,27 @@ bool sim_stream_reached(struct sim_stream *stream, unsigned long long sequence)
     return reached;
 }
 
-void sim_stream_drain(struct sim_stream *stream)
+void sim_stream_drain(struct sim_stream *stream, bool host_observes)
 {
+    bool detecting = host_observes && sim_racecheck_enabled();
+    struct sim_clock observed = {0};
+    if (detecting)
+        sim_racecheck_lock();
     pthread_mutex_lock(&stream->mutex);
     unsigned long long last = stream->submitted;
+    if (detecting) {
+        pthread_mutex_unlock(&stream->mutex);
+        sim_racecheck_copy_stream_clock(stream, &observed);
+        sim_racecheck_unlock();
+        pthread_mutex_lock(&stream->mutex);
+    }
     while (stream->completed < last)
         pthread_cond_wait(&stream->changed, &stream->mutex);
     pthread_mutex_unlock(&stream->mutex);
+    if (detecting) {
+        sim_racecheck_host_observes(&observed);
+        sim_clock_free(&observed);
+    }
 }
 
 CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct sim_work *work,
@@ -408,9 +443,13 @@ CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct s
     if (capturing && synchronous)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     unsigned long long sequence;
-    result = sim_stream_submit(stream, work, &sequence);
-    if (result == CUDA_SUCCESS && synchronous)
+    struct sim_clock observed = {0};
+    result = sim_stream_submit_observed(stream, work, &sequence, synchronous ? &observed : NULL);
+    if (result == CUDA_SUCCESS && synchronous) {
         sim_stream_wait_for(stream, sequence);
+        sim_racecheck_host_observes(&observed);
+    }
+    sim_clock_free(&observed);
     return result;
 }
 
@@ -496,13 +535,16 @@ static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
          * it implicitly depends on: queue an empty item and wait for it. */
         struct sim_work marker = {.kind = SIM_WORK_MARKER};
         unsigned long long sequence;
-        result = sim_stream_submit(stream, &marker, &sequence);
-        if (result != CUDA_SUCCESS)
-            return result;
-        sim_stream_wait_for(stream, sequence);
-        return CUDA_SUCCESS;
+        struct sim_clock observed = {0};
+        result = sim_stream_submit_observed(stream, &marker, &sequence, &observed);
+        if (result == CUDA_SUCCESS) {
+            sim_stream_wait_for(stream, sequence);
+            sim_racecheck_host_observes(&observed);
+        }
+        sim_clock_free(&observed);
+        return result;
     }
-    sim_stream_drain(stream);
+    sim_stream_drain(stream, true);
     return CUDA_SUCCESS;
 }
 
@@ -517,7 +559,16 @@ static CUresult stream_query(CUstream hStream, bool per_thread_default)
     if (result != CUDA_SUCCESS)
         return result;
     unsigned long long last;
-    return has_pending_work(stream, &last) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    bool detecting = sim_racecheck_enabled();
+    if (detecting)
+        sim_racecheck_lock();
+    bool pending = has_pending_work(stream, &last);
+    /* The allocator relies on a successful query as on a synchronize. */
+    if (detecting && !pending)
+        sim_racecheck_host_observes_stream(stream);
+    if (detecting)
+        sim_racecheck_unlock();
+    return pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 SIM_EXPORT_VARIANT(cuStreamQuery, (CUstream hStream), stream_query(hStream, false))

@@ -224,6 +224,7 @@ SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
         sim_unlock();
         return CUDA_ERROR_INVALID_VALUE;
     }
+    sim_racecheck_release(range->base, range->size);
     sim_range_destroy(range);
     sim_unlock();
     return CUDA_SUCCESS;
@@ -274,6 +275,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         mapping->access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
         physical->map_count++;
         LIST_INSERT_HEAD(&range->vmm_mappings, mapping, link);
+        sim_racecheck_forget(mapping->base, mapping->size);
     }
     sim_unlock();
     if (result != CUDA_SUCCESS)
@@ -284,15 +286,20 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     SIM_ENTER("cuMemUnmap");
+    /* The race detector judges the call as the program made it: unmapping
+     * bytes whose last use the host has not synchronized with is a race,
+     * even though the simulator then waits for that use. */
+    sim_racecheck_release((uintptr_t)ptr, size);
     /* cuMemUnmap is synchronous: work already queued that touches the range
-     * finishes first. */
+     * finishes first. That wait is the simulator's safety, not an ordering
+     * CUDA promises, so the host does not learn from it. */
     struct sim_context *context = sim_current_context();
     if (context != NULL) {
         sim_lock();
         bool live = sim_handle_is_live(context, SIM_HANDLE_CONTEXT) && context->active;
         sim_unlock();
         if (live)
-            sim_context_drain(context);
+            sim_context_drain(context, false);
     }
     sim_lock();
     struct sim_range *range = containing_reservation((uintptr_t)ptr, size);

@@ -1,0 +1,720 @@
+/* GPUSIM_RACECHECK: a happens-before race detector for device memory.
+ *
+ * Every operation queued on a stream gets a vector clock when it is queued
+ * (in host program order), built only from CUDA's ordering rules: program
+ * order in a stream, the host's knowledge at submission, the legacy default
+ * stream's implicit synchronization with blocking streams, event record and
+ * wait, and the host synchronizations that observe completion. The workers
+ * never touch clocks, so a race is found whatever the timing of one run: two
+ * accesses to the same bytes, at least one a write, whose operations are not
+ * ordered by those rules.
+ *
+ * Shadow state is an interval tree of device byte ranges. Each interval
+ * holds its last write and the reads since (one per actor), split where
+ * accesses begin and end and coalesced when a write covers it. Actors are
+ * the host (0) and each stream ever created, never reused, so a destroyed
+ * stream's accesses keep a meaning. */
+#include "sim_internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HOST_ACTOR 0u
+
+enum actor_kind {
+    ACTOR_HOST,
+    ACTOR_LEGACY,
+    ACTOR_PER_THREAD,
+    ACTOR_BLOCKING,
+    ACTOR_NON_BLOCKING,
+};
+
+struct actor {
+    struct sim_clock clock;
+    enum actor_kind kind;
+    const void *handle;
+    bool destroyed;
+};
+
+struct shadow_access {
+    unsigned actor;
+    enum sim_access_mode mode;
+    unsigned long long tick;
+    const char *operation;
+    const void *return_address;
+};
+
+struct shadow_interval {
+    RB_ENTRY(shadow_interval) link;
+    uintptr_t start, end;
+    bool written;
+    struct shadow_access write;
+    struct shadow_access *reads; /* at most one per actor */
+    unsigned read_count, read_capacity;
+};
+
+static int interval_compare(const struct shadow_interval *a, const struct shadow_interval *b)
+{
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+RB_HEAD(shadow_tree, shadow_interval);
+RB_GENERATE_STATIC(shadow_tree, shadow_interval, link, interval_compare)
+
+static struct {
+    pthread_mutex_t lock;
+    struct actor *actors;
+    unsigned actor_count, actor_capacity;
+    struct shadow_tree shadow;
+    /* The operation last reported, so one operation is one race however
+     * many of its byte ranges conflict. */
+    unsigned reported_actor;
+    unsigned long long reported_tick;
+    /* Set when the detector ran out of memory: it stops rather than
+     * report on partial state. */
+    bool broken;
+    atomic_ullong races;
+} detector = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .shadow = RB_INITIALIZER(&detector.shadow),
+    .reported_actor = ~0u,
+};
+
+static bool tracking(void)
+{
+    return sim_racecheck_enabled() && !detector.broken;
+}
+
+static void out_of_memory(void)
+{
+    if (!detector.broken)
+        fprintf(stderr, "gpusim: GPUSIM_RACECHECK: out of memory, race detection stops\n");
+    detector.broken = true;
+}
+
+void sim_racecheck_lock(void)
+{
+    pthread_mutex_lock(&detector.lock);
+}
+
+void sim_racecheck_unlock(void)
+{
+    pthread_mutex_unlock(&detector.lock);
+}
+
+unsigned long long sim_racecheck_race_count(void)
+{
+    return atomic_load(&detector.races);
+}
+
+/* ---- vector clocks ------------------------------------------------------ */
+
+static unsigned long long clock_tick(const struct sim_clock *clock, unsigned actor)
+{
+    return actor < clock->length ? clock->ticks[actor] : 0;
+}
+
+static bool clock_reserve(struct sim_clock *clock, unsigned length)
+{
+    if (length <= clock->length)
+        return true;
+    unsigned long long *ticks = realloc(clock->ticks, length * sizeof *ticks);
+    if (ticks == NULL) {
+        out_of_memory();
+        return false;
+    }
+    memset(ticks + clock->length, 0, (length - clock->length) * sizeof *ticks);
+    clock->ticks = ticks;
+    clock->length = length;
+    return true;
+}
+
+static void clock_join(struct sim_clock *into, const struct sim_clock *from)
+{
+    if (!clock_reserve(into, from->length))
+        return;
+    for (unsigned i = 0; i < from->length; i++)
+        if (from->ticks[i] > into->ticks[i])
+            into->ticks[i] = from->ticks[i];
+}
+
+static void clock_assign(struct sim_clock *into, const struct sim_clock *from)
+{
+    if (!clock_reserve(into, from->length))
+        return;
+    memcpy(into->ticks, from->ticks, from->length * sizeof *from->ticks);
+    memset(into->ticks + from->length, 0, (into->length - from->length) * sizeof *into->ticks);
+}
+
+void sim_clock_free(struct sim_clock *clock)
+{
+    free(clock->ticks);
+    clock->ticks = NULL;
+    clock->length = 0;
+}
+
+/* ---- actors ------------------------------------------------------------- */
+
+static unsigned new_actor(enum actor_kind kind, const void *handle)
+{
+    if (detector.actor_count == detector.actor_capacity) {
+        unsigned capacity = detector.actor_capacity == 0 ? 16 : 2 * detector.actor_capacity;
+        struct actor *actors = realloc(detector.actors, capacity * sizeof *actors);
+        if (actors == NULL) {
+            out_of_memory();
+            return HOST_ACTOR;
+        }
+        detector.actors = actors;
+        detector.actor_capacity = capacity;
+    }
+    unsigned index = detector.actor_count++;
+    detector.actors[index] = (struct actor){.kind = kind, .handle = handle};
+    return index;
+}
+
+static struct sim_clock *host_clock(void)
+{
+    return &detector.actors[HOST_ACTOR].clock;
+}
+
+static bool is_blocking(const struct sim_stream *stream)
+{
+    return !stream->legacy && (stream->flags & CU_STREAM_NON_BLOCKING) == 0;
+}
+
+void sim_racecheck_stream_created(struct sim_stream *stream)
+{
+    stream->race_actor = HOST_ACTOR;
+    if (!tracking())
+        return;
+    enum actor_kind kind = stream->legacy       ? ACTOR_LEGACY
+                           : stream->per_thread ? ACTOR_PER_THREAD
+                           : is_blocking(stream) ? ACTOR_BLOCKING
+                                                 : ACTOR_NON_BLOCKING;
+    sim_racecheck_lock();
+    stream->race_actor = new_actor(kind, stream);
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_stream_closed(struct sim_stream *stream)
+{
+    if (!tracking() || stream->race_actor == HOST_ACTOR)
+        return;
+    sim_racecheck_lock();
+    struct actor *actor = &detector.actors[stream->race_actor];
+    actor->destroyed = true;
+    /* Once its worker leaves the context's list the legacy stream can no
+     * longer find it, but its queued work still precedes later legacy work. */
+    if (is_blocking(stream))
+        clock_join(&stream->context->race_retired_blocking, &actor->clock);
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_context_reset(struct sim_context *context)
+{
+    sim_clock_free(&context->race_retired_blocking);
+}
+
+void sim_racecheck_copy_stream_clock(struct sim_stream *stream, struct sim_clock *into)
+{
+    if (tracking())
+        clock_assign(into, &detector.actors[stream->race_actor].clock);
+}
+
+void sim_racecheck_copy_event_clock(struct sim_event *event, struct sim_clock *into)
+{
+    if (!tracking())
+        return;
+    sim_racecheck_lock();
+    clock_assign(into, &event->race_clock);
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_host_observes(const struct sim_clock *observed)
+{
+    if (!tracking())
+        return;
+    sim_racecheck_lock();
+    clock_join(host_clock(), observed);
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_host_observes_stream(struct sim_stream *stream)
+{
+    if (tracking())
+        clock_join(host_clock(), &detector.actors[stream->race_actor].clock);
+}
+
+/* ---- reports ------------------------------------------------------------ */
+
+/* "libfoo.so+0x1a2b" for a code address, from the loader's tables. */
+static void describe_site(const void *address, char *text, size_t size)
+{
+    Dl_info info;
+    if (address != NULL && dladdr(address, &info) != 0 && info.dli_fname != NULL) {
+        const char *name = strrchr(info.dli_fname, '/');
+        name = name != NULL ? name + 1 : info.dli_fname;
+        snprintf(text, size, "%s+%#lx", name[0] != '\0' ? name : "?",
+                 (unsigned long)((uintptr_t)address - (uintptr_t)info.dli_fbase));
+    } else {
+        snprintf(text, size, "%p", address);
+    }
+}
+
+static void describe_actor(unsigned index, char *text, size_t size)
+{
+    const struct actor *actor = &detector.actors[index];
+    static const char *const kinds[] = {
+        [ACTOR_HOST] = "host",
+        [ACTOR_LEGACY] = "legacy default",
+        [ACTOR_PER_THREAD] = "per-thread default",
+        [ACTOR_BLOCKING] = "blocking",
+        [ACTOR_NON_BLOCKING] = "non-blocking",
+    };
+    if (actor->kind == ACTOR_HOST)
+        snprintf(text, size, "the host");
+    else
+        snprintf(text, size, "stream %p (%s%s)", actor->handle, kinds[actor->kind],
+                 actor->destroyed ? ", destroyed" : "");
+}
+
+static bool is_write(enum sim_access_mode mode)
+{
+    return mode == SIM_ACCESS_WRITE || mode == SIM_ACCESS_SYNC_WRITE;
+}
+
+static bool is_sync(enum sim_access_mode mode)
+{
+    return mode == SIM_ACCESS_SYNC_READ || mode == SIM_ACCESS_SYNC_WRITE;
+}
+
+/* Counts the race of the operation `access` once, and stops the process in
+ * abort mode. Returns false when this operation was already reported. */
+static bool count_race(const struct shadow_access *access)
+{
+    if (detector.reported_actor == access->actor && detector.reported_tick == access->tick)
+        return false;
+    detector.reported_actor = access->actor;
+    detector.reported_tick = access->tick;
+    atomic_fetch_add(&detector.races, 1);
+    return true;
+}
+
+static void finish_report(void)
+{
+    if (sim.settings.racecheck == SIM_RACECHECK_ABORT)
+        abort();
+}
+
+static void report_conflict(const struct shadow_access *earlier, const struct shadow_access *now,
+                            uintptr_t start, uintptr_t end)
+{
+    if (!count_race(now))
+        return;
+    char now_actor[96], now_site[256], earlier_actor[96], earlier_site[256];
+    describe_actor(now->actor, now_actor, sizeof now_actor);
+    describe_site(now->return_address, now_site, sizeof now_site);
+    describe_actor(earlier->actor, earlier_actor, sizeof earlier_actor);
+    describe_site(earlier->return_address, earlier_site, sizeof earlier_site);
+    fprintf(stderr,
+            "gpusim: race: %s on %s %s [%#lx, %#lx) at %s, unordered with %s on %s that %s "
+            "it at %s\n",
+            now->operation, now_actor, is_write(now->mode) ? "writes" : "reads",
+            (unsigned long)start, (unsigned long)end, now_site, earlier->operation,
+            earlier_actor, is_write(earlier->mode) ? "wrote" : "read", earlier_site);
+    finish_report();
+}
+
+/* ---- shadow intervals --------------------------------------------------- */
+
+static struct shadow_interval *first_overlapping(uintptr_t start)
+{
+    struct shadow_interval key = {.start = start};
+    struct shadow_interval *node = RB_NFIND(shadow_tree, &detector.shadow, &key);
+    struct shadow_interval *before = node != NULL ? RB_PREV(shadow_tree, &detector.shadow, node)
+                                                  : RB_MAX(shadow_tree, &detector.shadow);
+    return before != NULL && before->end > start ? before : node;
+}
+
+static void interval_free(struct shadow_interval *node)
+{
+    free(node->reads);
+    free(node);
+}
+
+/* Cuts `node` at `at` (strictly inside it); returns the upper part. */
+static struct shadow_interval *split(struct shadow_interval *node, uintptr_t at)
+{
+    struct shadow_interval *upper = malloc(sizeof *upper);
+    struct shadow_access *reads =
+        node->read_count == 0 ? NULL : malloc(node->read_count * sizeof *reads);
+    if (upper == NULL || (node->read_count > 0 && reads == NULL)) {
+        free(upper);
+        free(reads);
+        out_of_memory();
+        return NULL;
+    }
+    *upper = *node;
+    if (reads != NULL)
+        memcpy(reads, node->reads, node->read_count * sizeof *reads);
+    upper->reads = reads;
+    upper->read_capacity = node->read_count;
+    upper->start = at;
+    node->end = at;
+    RB_INSERT(shadow_tree, &detector.shadow, upper);
+    return upper;
+}
+
+static struct shadow_interval *insert_interval(uintptr_t start, uintptr_t end)
+{
+    struct shadow_interval *node = calloc(1, sizeof *node);
+    if (node == NULL) {
+        out_of_memory();
+        return NULL;
+    }
+    node->start = start;
+    node->end = end;
+    RB_INSERT(shadow_tree, &detector.shadow, node);
+    return node;
+}
+
+static void erase(uintptr_t start, uintptr_t end)
+{
+    struct shadow_interval *node = first_overlapping(start);
+    if (node != NULL && node->start < start && node->start < end)
+        node = split(node, start);
+    while (node != NULL && node->start < end) {
+        if (node->end > end && split(node, end) == NULL)
+            return;
+        struct shadow_interval *next = RB_NEXT(shadow_tree, &detector.shadow, node);
+        RB_REMOVE(shadow_tree, &detector.shadow, node);
+        interval_free(node);
+        node = next;
+    }
+}
+
+static bool same_access(const struct shadow_access *a, const struct shadow_access *b)
+{
+    return a->actor == b->actor && a->tick == b->tick && a->mode == b->mode;
+}
+
+/* Joins `node` with its upper neighbour when both hold just the same write,
+ * so rows and repeated ranges of one operation stay one interval. */
+static void merge_with_next(struct shadow_interval *node)
+{
+    struct shadow_interval *next = RB_NEXT(shadow_tree, &detector.shadow, node);
+    if (next == NULL || next->start != node->end || !node->written || !next->written ||
+        node->read_count != 0 || next->read_count != 0 || !same_access(&node->write, &next->write))
+        return;
+    node->end = next->end;
+    RB_REMOVE(shadow_tree, &detector.shadow, next);
+    interval_free(next);
+}
+
+static void add_read(struct shadow_interval *node, const struct shadow_access *access)
+{
+    for (unsigned i = 0; i < node->read_count; i++) {
+        if (node->reads[i].actor == access->actor) {
+            node->reads[i] = *access; /* later in that actor's program order */
+            return;
+        }
+    }
+    if (node->read_count == node->read_capacity) {
+        unsigned capacity = node->read_capacity == 0 ? 2 : 2 * node->read_capacity;
+        struct shadow_access *reads = realloc(node->reads, capacity * sizeof *reads);
+        if (reads == NULL) {
+            out_of_memory();
+            return;
+        }
+        node->reads = reads;
+        node->read_capacity = capacity;
+    }
+    node->reads[node->read_count++] = *access;
+}
+
+/* True when `earlier` is an access the operation with clock `now_clock`
+ * conflicts with and is not ordered after. */
+static bool races_with(const struct shadow_access *earlier, const struct shadow_access *now,
+                       const struct sim_clock *now_clock)
+{
+    if (earlier->actor == now->actor || (is_sync(earlier->mode) && is_sync(now->mode)))
+        return false;
+    if (!is_write(earlier->mode) && !is_write(now->mode))
+        return false;
+    return clock_tick(now_clock, earlier->actor) < earlier->tick;
+}
+
+static void check(uintptr_t start, uintptr_t end, const struct shadow_access *now,
+                  const struct sim_clock *now_clock)
+{
+    for (struct shadow_interval *node = first_overlapping(start);
+         node != NULL && node->start < end; node = RB_NEXT(shadow_tree, &detector.shadow, node)) {
+        uintptr_t from = node->start > start ? node->start : start;
+        uintptr_t to = node->end < end ? node->end : end;
+        if (node->written && races_with(&node->write, now, now_clock)) {
+            report_conflict(&node->write, now, from, to);
+            return;
+        }
+        if (!is_write(now->mode))
+            continue;
+        for (unsigned i = 0; i < node->read_count; i++) {
+            if (races_with(&node->reads[i], now, now_clock)) {
+                report_conflict(&node->reads[i], now, from, to);
+                return;
+            }
+        }
+    }
+}
+
+static void record_write(uintptr_t start, uintptr_t end, const struct shadow_access *access)
+{
+    erase(start, end);
+    struct shadow_interval *node = insert_interval(start, end);
+    if (node == NULL)
+        return;
+    node->written = true;
+    node->write = *access;
+    merge_with_next(node);
+    struct shadow_interval *before = RB_PREV(shadow_tree, &detector.shadow, node);
+    if (before != NULL)
+        merge_with_next(before);
+}
+
+static void record_read(uintptr_t start, uintptr_t end, const struct shadow_access *access)
+{
+    struct shadow_interval *node = first_overlapping(start);
+    if (node != NULL && node->start < start)
+        node = split(node, start);
+    uintptr_t cursor = start;
+    while (cursor < end && !detector.broken) {
+        if (node == NULL || node->start >= end) {
+            struct shadow_interval *gap = insert_interval(cursor, end);
+            if (gap != NULL)
+                add_read(gap, access);
+            return;
+        }
+        if (node->start > cursor) {
+            struct shadow_interval *gap = insert_interval(cursor, node->start);
+            if (gap != NULL)
+                add_read(gap, access);
+            cursor = node->start;
+            continue;
+        }
+        if (node->end > end && split(node, end) == NULL)
+            return;
+        add_read(node, access);
+        cursor = node->end;
+        node = RB_NEXT(shadow_tree, &detector.shadow, node);
+    }
+}
+
+/* Under sim.lock: device-side memory (device, pool, managed or mapped VMM)
+ * is tracked; pinned and pageable host memory is the host's business. */
+static bool is_tracked(uintptr_t address)
+{
+    struct sim_range *range = sim_range_find(address);
+    return range != NULL &&
+           (range->kind == SIM_RANGE_DEVICE || range->kind == SIM_RANGE_POOL ||
+            range->kind == SIM_RANGE_MANAGED || range->kind == SIM_RANGE_RESERVATION);
+}
+
+void sim_racecheck_record_access(uintptr_t address, size_t bytes, enum sim_access_mode mode,
+                                 struct sim_stream *stream, const char *operation,
+                                 const void *return_address)
+{
+    if (!tracking() || bytes == 0 || !is_tracked(address))
+        return;
+    unsigned actor = stream != NULL ? stream->race_actor : HOST_ACTOR;
+    struct sim_clock *clock = &detector.actors[actor].clock;
+    if (actor == HOST_ACTOR && !clock_reserve(clock, 1))
+        return;
+    if (actor == HOST_ACTOR)
+        clock->ticks[HOST_ACTOR]++;
+    struct shadow_access access = {
+        .actor = actor,
+        .mode = mode,
+        .tick = clock_tick(clock, actor),
+        .operation = operation != NULL ? operation : "?",
+        .return_address = return_address,
+    };
+    uintptr_t start = address, end = address + bytes;
+    check(start, end, &access, clock);
+    if (is_write(mode))
+        record_write(start, end, &access);
+    else
+        record_read(start, end, &access);
+}
+
+/* ---- submissions -------------------------------------------------------- */
+
+static void record_rows(struct sim_stream *stream, uintptr_t start, size_t bytes, size_t height,
+                        size_t pitch, enum sim_access_mode mode)
+{
+    const char *operation = sim_call_site.entry_name;
+    const void *site = sim_call_site.return_address;
+    if (height <= 1 || pitch == bytes) {
+        sim_racecheck_record_access(start, bytes * (height == 0 ? 1 : height), mode, stream,
+                                    operation, site);
+        return;
+    }
+    for (size_t row = 0; row < height; row++)
+        sim_racecheck_record_access(start + row * pitch, bytes, mode, stream, operation, site);
+}
+
+static void order_after_implicit_dependencies(struct sim_stream *stream, struct sim_clock *clock)
+{
+    struct sim_context *context = stream->context;
+    if (stream->legacy) {
+        struct sim_stream *other;
+        LIST_FOREACH(other, &context->streams, context_link)
+            if (other != stream && is_blocking(other))
+                clock_join(clock, &detector.actors[other->race_actor].clock);
+        clock_join(clock, &context->race_retired_blocking);
+    } else if (is_blocking(stream) && context->legacy_stream != NULL) {
+        clock_join(clock, &detector.actors[context->legacy_stream->race_actor].clock);
+    }
+}
+
+void sim_racecheck_order_submission(struct sim_stream *stream, const struct sim_work *work)
+{
+    if (!tracking() || stream->race_actor == HOST_ACTOR)
+        return;
+    struct sim_clock *clock = &detector.actors[stream->race_actor].clock;
+    if (!clock_reserve(clock, stream->race_actor + 1))
+        return;
+    clock->ticks[stream->race_actor]++;
+    clock_join(clock, host_clock());
+    order_after_implicit_dependencies(stream, clock);
+    switch (work->kind) {
+    case SIM_WORK_COPY:
+        record_rows(stream, (uintptr_t)work->u.copy.source, work->u.copy.bytes,
+                    work->u.copy.height, work->u.copy.source_pitch, SIM_ACCESS_READ);
+        record_rows(stream, (uintptr_t)work->u.copy.destination, work->u.copy.bytes,
+                    work->u.copy.height, work->u.copy.destination_pitch, SIM_ACCESS_WRITE);
+        break;
+    case SIM_WORK_SET:
+        record_rows(stream, work->u.set.destination,
+                    work->u.set.width * work->u.set.element_size, work->u.set.height,
+                    work->u.set.pitch, SIM_ACCESS_WRITE);
+        break;
+    case SIM_WORK_WAIT_VALUE:
+        record_rows(stream, work->u.memory_value.address, work->u.memory_value.width, 1, 0,
+                    SIM_ACCESS_SYNC_READ);
+        break;
+    case SIM_WORK_WRITE_VALUE:
+        record_rows(stream, work->u.memory_value.address, work->u.memory_value.width, 1, 0,
+                    SIM_ACCESS_SYNC_WRITE);
+        break;
+    case SIM_WORK_FREE:
+        /* Freeing is the last use: a free unordered with another stream's
+         * access to the allocation is a use after free. */
+        record_rows(stream, work->u.free.range->base, work->u.free.range->size, 1, 0,
+                    SIM_ACCESS_WRITE);
+        break;
+    case SIM_WORK_EVENT_RECORD:
+        clock_assign(&work->u.record.event->race_clock, clock);
+        break;
+    case SIM_WORK_WAIT:
+        if (work->u.wait.happens_after != NULL)
+            clock_join(clock, work->u.wait.happens_after);
+        break;
+    case SIM_WORK_HOST_FUNCTION:
+    case SIM_WORK_STREAM_CALLBACK:
+    case SIM_WORK_MARKER:
+        break;
+    }
+}
+
+/* ---- memory lifetime ---------------------------------------------------- */
+
+void sim_racecheck_forget(uintptr_t address, size_t bytes)
+{
+    if (!tracking() || bytes == 0)
+        return;
+    sim_racecheck_lock();
+    erase(address, address + bytes);
+    sim_racecheck_unlock();
+}
+
+/* The first access in [start, end) that the host has not synchronized with. */
+static const struct shadow_access *unobserved_access(uintptr_t start, uintptr_t end)
+{
+    const struct sim_clock *host = host_clock();
+    for (struct shadow_interval *node = first_overlapping(start);
+         node != NULL && node->start < end; node = RB_NEXT(shadow_tree, &detector.shadow, node)) {
+        if (node->written && node->write.actor != HOST_ACTOR &&
+            clock_tick(host, node->write.actor) < node->write.tick)
+            return &node->write;
+        for (unsigned i = 0; i < node->read_count; i++)
+            if (node->reads[i].actor != HOST_ACTOR &&
+                clock_tick(host, node->reads[i].actor) < node->reads[i].tick)
+                return &node->reads[i];
+    }
+    return NULL;
+}
+
+void sim_racecheck_release(uintptr_t address, size_t bytes)
+{
+    if (!tracking() || bytes == 0)
+        return;
+    sim_racecheck_lock();
+    uintptr_t start = address, end = address + bytes;
+    const struct shadow_access *in_use = unobserved_access(start, end);
+    struct sim_clock *host = host_clock();
+    if (in_use != NULL && clock_reserve(host, 1)) {
+        struct shadow_access release = {.actor = HOST_ACTOR, .tick = ++host->ticks[HOST_ACTOR]};
+        count_race(&release);
+        char actor[96], site[256], use_site[256];
+        describe_actor(in_use->actor, actor, sizeof actor);
+        describe_site(sim_call_site.return_address, site, sizeof site);
+        describe_site(in_use->return_address, use_site, sizeof use_site);
+        fprintf(stderr,
+                "gpusim: race: %s of [%#lx, %#lx) at %s while in use: %s on %s %s it at %s "
+                "and the host has not synchronized with it\n",
+                sim_call_site.entry_name, (unsigned long)start, (unsigned long)end, site,
+                in_use->operation, actor, is_write(in_use->mode) ? "writes" : "reads", use_site);
+        finish_report();
+    }
+    erase(start, end);
+    sim_racecheck_unlock();
+}
+
+/* ---- process exit ------------------------------------------------------- */
+
+/* Registered at the first cuInit, before the program's own handlers, so it
+ * runs after them (and after the GPUSIM_STATS writer). */
+static void exit_with_race_status(void)
+{
+    unsigned long long races = atomic_load(&detector.races);
+    if (races == 0)
+        return;
+    fprintf(stderr, "gpusim: GPUSIM_RACECHECK: %llu stream race%s reported, exit status 66\n",
+            races, races == 1 ? "" : "s");
+    fflush(NULL);
+    _exit(66);
+}
+
+void sim_racecheck_initialize(void)
+{
+    if (!sim_racecheck_enabled())
+        return;
+    sim_racecheck_lock();
+    new_actor(ACTOR_HOST, NULL);
+    sim_racecheck_unlock();
+    atexit(exit_with_race_status);
+}
+
+/* ---- gpusim.h ----------------------------------------------------------- */
+
+SIM_EXPORT unsigned long long gpusim_race_count(void)
+{
+    return sim_racecheck_race_count();
+}
+
+SIM_EXPORT void gpusim_forget_races(void)
+{
+    atomic_store(&detector.races, 0);
+}
