@@ -91,7 +91,8 @@ class Tracker:
     operation; `apply` checks the operation against the objects' state and
     records its effect."""
 
-    def __init__(self):
+    def __init__(self, busy_destroy=False):
+        self.busy_destroy = busy_destroy
         self.streams = {}       # key -> Stream; created streams are keyed by name
         self.events = {}        # name -> [owner, clock or None]
         self.buffers = {}       # name -> Buffer (live ones only)
@@ -244,7 +245,7 @@ class Tracker:
             if args[0] in SPECIAL_STREAMS:
                 raise InvalidProgram(f"{args[0]} cannot be destroyed")
             stream = self.stream(thread, args[0])
-            if not BUSY_DESTROY and not ordered_before((stream.key, stream.count), host):
+            if not self.busy_destroy and not ordered_before((stream.key, stream.count), host):
                 raise InvalidProgram(f"{args[0]} destroyed with work queued (see BUSY_DESTROY)")
             stream.alive = False
         elif name == "stream_sync":
@@ -351,10 +352,12 @@ class Case:
     """Phases of per-thread operation lists plus the environment the case
     needs (a small device for out-of-memory cases)."""
 
-    def __init__(self, phases, memory=None, comment=""):
+    def __init__(self, phases, memory=None, comment="", busy_destroy=False):
         self.phases = phases    # [(thread_count, [(thread, op tuple)])]
         self.memory = memory
         self.comment = comment
+        # Whether the case destroys streams with work queued (BUSY_DESTROY).
+        self.busy_destroy = busy_destroy
 
     def text(self):
         lines = []
@@ -362,6 +365,8 @@ class Case:
             lines.extend("# " + line for line in self.comment.splitlines())
         if self.memory:
             lines.append(f"# env GPUSIM_MEMORY={self.memory}")
+        if self.busy_destroy:
+            lines.append("# option busy-destroy")
         for thread_count, ops in self.phases:
             lines.append(f"phase {thread_count}")
             lines.extend(f"{thread} {' '.join(op)}" for thread, op in ops)
@@ -372,11 +377,13 @@ class Case:
 
     @staticmethod
     def parse(text):
-        phases, memory, comment = [], None, []
+        phases, memory, comment, busy_destroy = [], None, [], False
         for line in text.splitlines():
             stripped = line.strip()
             if stripped.startswith("# env GPUSIM_MEMORY="):
                 memory = stripped.split("=", 1)[1]
+            elif stripped == "# option busy-destroy":
+                busy_destroy = True
             elif stripped.startswith("#"):
                 comment.append(stripped[1:].strip())
             elif stripped.startswith("phase "):
@@ -384,12 +391,12 @@ class Case:
             elif stripped:
                 fields = stripped.split()
                 phases[-1][1].append((int(fields[0]), tuple(fields[1:])))
-        return Case(phases, memory, "\n".join(comment))
+        return Case(phases, memory, "\n".join(comment), busy_destroy)
 
 
 def validate(case):
     """Raises InvalidProgram unless `case` is correct by CUDA's rules."""
-    tracker = Tracker()
+    tracker = Tracker(case.busy_destroy)
     for thread_count, ops in case.phases:
         tracker.start_phase(thread_count)
         for thread, op in ops:
@@ -429,7 +436,7 @@ class Generator:
     def __init__(self, seed):
         self.random = random.Random(seed)
         self.seed = seed
-        self.tracker = Tracker()
+        self.tracker = Tracker(BUSY_DESTROY)
         self.counters = {"s": 0, "e": 0, "b": 0, "r": 0}
         self.out = None
         self.sleeps = 0
@@ -684,7 +691,7 @@ class Generator:
             threads = self.random.choice([1, 1, 2, 3])
             phases.append(self.phase(threads, self.random.randint(8, 30)))
         phases.append(self.cleanup())
-        return Case(phases, self.memory, f"differential case, seed {self.seed}")
+        return Case(phases, self.memory, f"differential case, seed {self.seed}", BUSY_DESTROY)
 
 
 def generate(seed):
@@ -844,7 +851,7 @@ def without(case, removed):
                 if q == p and index not in removed and not gone.intersection(op[1:])]
         if kept:
             phases.append((thread_count, kept))
-    return Case(phases, case.memory, case.comment)
+    return Case(phases, case.memory, case.comment, case.busy_destroy)
 
 
 def shrink(paths, case, configuration, kind, scratch, log=lambda message: None,
