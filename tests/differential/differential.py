@@ -430,6 +430,12 @@ BUSY_DESTROY = False
 # legacy stream's work is done) makes most cases fail while it is there;
 # --no-legacy-free-async keeps such frees out to look past it.
 LEGACY_FREE_ASYNC = True
+# cudaDeviceReset phases; --no-reset leaves them out to look past the reset
+# bugs in regressions/.
+DEVICE_RESETS = True
+# Host threads a phase may have; --single-thread sets 1 to look past the
+# cross-thread synchronisation bug in regressions/.
+THREAD_CHOICES = [1, 1, 2, 3]
 
 
 class Generator:
@@ -682,13 +688,13 @@ class Generator:
     def generate(self):
         phases = []
         for _ in range(self.random.randint(1, 4)):
-            if self.random.random() < 0.08 and phases:
+            if self.random.random() < 0.08 and phases and DEVICE_RESETS:
                 self.tracker.start_phase(1)
                 self.out = []
                 self.emit(0, "device_sync")
                 self.emit(0, "device_reset")
                 phases.append((1, self.out))
-            threads = self.random.choice([1, 1, 2, 3])
+            threads = self.random.choice(THREAD_CHOICES)
             phases.append(self.phase(threads, self.random.randint(8, 30)))
         phases.append(self.cleanup())
         return Case(phases, self.memory, f"differential case, seed {self.seed}", BUSY_DESTROY)
@@ -913,7 +919,10 @@ def report_failure(label, failures):
 
 
 def command_run(arguments):
-    global BUSY_DESTROY, LEGACY_FREE_ASYNC
+    global BUSY_DESTROY, LEGACY_FREE_ASYNC, DEVICE_RESETS
+    DEVICE_RESETS = not arguments.no_reset
+    if arguments.single_thread:
+        THREAD_CHOICES[:] = [1]
     BUSY_DESTROY = arguments.busy_destroy
     LEGACY_FREE_ASYNC = not arguments.no_legacy_free_async
     paths = paths_from(arguments)
@@ -1049,6 +1058,10 @@ def main():
             sub.add_argument("--max-shrinks", type=int, default=5)
             sub.add_argument("--busy-destroy", action="store_true",
                              help="also destroy streams with work still queued")
+            sub.add_argument("--single-thread", action="store_true",
+                             help="one host thread in every phase")
+            sub.add_argument("--no-reset", action="store_true",
+                             help="no cudaDeviceReset phases")
             sub.add_argument("--no-legacy-free-async", action="store_true",
                              help="no cudaFreeAsync on the legacy stream (the known bug)")
         elif name == "replay":
