@@ -274,7 +274,7 @@ class Tracker:
                 self.host[thread] = joined(host, event[1])
         elif name == "event_query":
             self.event(thread, args[0])
-        elif name == "device_sync":
+        elif name in ("device_sync", "ctx_sync"):
             # Among other threads, a thread knows only that its own work and
             # the work of earlier phases is done: the others' clocks may
             # include what they enqueue after this call.
@@ -630,7 +630,8 @@ class Generator:
         streams = self.live_streams(thread) + ["legacy0", "legacy", "pts"]
         choice = self.random.randrange(6)
         if choice == 0:
-            self.emit(thread, "device_sync")
+            # The runtime's and the driver's whole-device synchronize.
+            self.emit(thread, self.random.choice(["device_sync", "device_sync", "ctx_sync"]))
         elif choice == 1:
             self.emit(thread, "stream_sync", self.random.choice(streams))
         elif choice == 2:

@@ -42,6 +42,7 @@ enum op_kind {
     OP_EVENT_SYNC,
     OP_EVENT_QUERY,
     OP_DEVICE_SYNC,
+    OP_CONTEXT_SYNC,
     OP_DEVICE_RESET,
     OP_MALLOC,
     OP_FREE,
@@ -74,6 +75,7 @@ static const struct {
     [OP_EVENT_SYNC] = {"event_sync", "e"},
     [OP_EVENT_QUERY] = {"event_query", "e"},
     [OP_DEVICE_SYNC] = {"device_sync", ""},
+    [OP_CONTEXT_SYNC] = {"ctx_sync", ""},
     [OP_DEVICE_RESET] = {"device_reset", ""},
     [OP_MALLOC] = {"malloc", "bn"},
     [OP_FREE] = {"free", "b"},
@@ -417,6 +419,8 @@ static int run_op(FILE *out, const struct op *op)
         return timing_free_result(cudaEventQuery(events[a[0]]));
     case OP_DEVICE_SYNC:
         return cudaDeviceSynchronize();
+    case OP_CONTEXT_SYNC:
+        return cuCtxSynchronize();
     case OP_DEVICE_RESET: {
         int result = cudaDeviceReset();
         /* The reset destroyed every allocation, stream and event. */
