@@ -436,6 +436,11 @@ DEVICE_RESETS = True
 # Host threads a phase may have; --single-thread sets 1 to look past the
 # cross-thread synchronisation bug in regressions/.
 THREAD_CHOICES = [1, 1, 2, 3]
+# Whole-device synchronisations (cudaDeviceSynchronize, cuCtxSynchronize, a
+# legacy-stream synchronize) while other threads run; --no-shared-sync
+# keeps them to one-thread phases, to look past the bug where such a
+# synchronize readies other threads' frees.
+SHARED_SYNC = True
 
 
 class Generator:
@@ -495,6 +500,10 @@ class Generator:
         source = self.tracker.streams[point[0]]
         source_name = self.name_of(thread, source)
         choice = self.random.random()
+        if not self.whole_device_sync_allowed() and source_name is not None:
+            choice = max(choice, 0.1)
+            if choice >= 0.85 and source_name.startswith("legacy"):
+                choice = 0.8
         if source_name is None or choice < 0.1:
             self.emit(thread, "device_sync")
         elif where != "host" and choice < 0.75:
@@ -509,6 +518,9 @@ class Generator:
             self.emit(thread, "event_sync", event)
         else:
             self.emit(thread, "stream_sync", source_name)
+
+    def whole_device_sync_allowed(self):
+        return SHARED_SYNC or self.tracker.thread_count == 1
 
     def name_of(self, thread, stream):
         """The name `thread` can use for `stream`, or None when it has none
@@ -629,6 +641,10 @@ class Generator:
     def synchronise(self, thread):
         streams = self.live_streams(thread) + ["legacy0", "legacy", "pts"]
         choice = self.random.randrange(6)
+        if not self.whole_device_sync_allowed():
+            choice = self.random.randrange(1, 6)
+            if choice == 1:
+                streams = self.live_streams(thread) + ["pts"]
         if choice == 0:
             # The runtime's and the driver's whole-device synchronize.
             self.emit(thread, self.random.choice(["device_sync", "device_sync", "ctx_sync"]))
@@ -737,6 +753,8 @@ def run_case(paths, case_file, memory, configuration):
             status, stdout, stderr = process.returncode, process.stdout, process.stderr
         except subprocess.TimeoutExpired:
             status, stdout, stderr = "timeout", "", ""
+        except OSError as error:
+            status, stdout, stderr = f"not started ({error})", "", ""
         physical = None
         try:
             with open(stats) as file:
@@ -920,8 +938,9 @@ def report_failure(label, failures):
 
 
 def command_run(arguments):
-    global BUSY_DESTROY, LEGACY_FREE_ASYNC, DEVICE_RESETS
+    global BUSY_DESTROY, LEGACY_FREE_ASYNC, DEVICE_RESETS, SHARED_SYNC
     DEVICE_RESETS = not arguments.no_reset
+    SHARED_SYNC = not arguments.no_shared_sync
     if arguments.single_thread:
         THREAD_CHOICES[:] = [1]
     BUSY_DESTROY = arguments.busy_destroy
@@ -1059,6 +1078,8 @@ def main():
             sub.add_argument("--max-shrinks", type=int, default=5)
             sub.add_argument("--busy-destroy", action="store_true",
                              help="also destroy streams with work still queued")
+            sub.add_argument("--no-shared-sync", action="store_true",
+                             help="whole-device synchronisations only in one-thread phases")
             sub.add_argument("--single-thread", action="store_true",
                              help="one host thread in every phase")
             sub.add_argument("--no-reset", action="store_true",
