@@ -386,7 +386,10 @@ class Case:
                 busy_destroy = True
             elif stripped.startswith("#"):
                 comment.append(stripped[1:].strip())
-            elif stripped.startswith("phase "):
+                continue
+            # As in the interpreter, "#" starts a comment anywhere on a line.
+            stripped = stripped.split("#", 1)[0].strip()
+            if stripped.startswith("phase "):
                 phases.append((int(stripped.split()[1]), []))
             elif stripped:
                 fields = stripped.split()
