@@ -10,6 +10,10 @@
  * capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
+ * With GPUSIM_RACECHECK (below) the device also checks that every pair of
+ * accesses to the same device bytes is ordered by CUDA's stream rules, and
+ * reports the ones that are not, whatever the timing of the run.
+ *
  * A child forked after cuInit cannot use the driver (its threads and state
  * stay with the parent): there every call that needs cuInit, and cuInit
  * itself, returns CUDA_ERROR_NOT_INITIALIZED.
@@ -64,32 +68,35 @@
  *                         GPUSIM_RACECHECK reports.
  *   GPUSIM_RACECHECK=MODE a happens-before race detector over device memory
  *                         (device, pool, managed and mapped VMM bytes; host
- *                         memory is not tracked). MODE is 0 (off, the
- *                         default), 1 (report each race as one line on
- *                         stderr; at exit a process that saw a race exits
- *                         with status 66) or abort (report the first race,
- *                         then abort()). Every copy, memset and stream
+ *                         and IPC-imported memory are not tracked). MODE is
+ *                         0 (off, the default), 1 (report each race as one
+ *                         line on stderr; at exit a process that saw a race
+ *                         exits with status 66) or abort (report the first
+ *                         race, then abort()). Every copy, memset and stream
  *                         memory operation records which stream read or
- *                         wrote which bytes; two accesses to the same bytes,
- *                         one a write, race unless CUDA's rules order them:
- *                         program order in a stream, the host's knowledge
- *                         when it queues work, the legacy default stream's
- *                         implicit ordering with blocking (also per-thread
- *                         default) streams, event record/wait, and host
- *                         synchronization (cuStreamSynchronize, cuCtxSynchronize,
+ *                         wrote which bytes, and cuMemFreeAsync counts as a
+ *                         write at its place in its stream. Two accesses to
+ *                         the same bytes, one a write, race unless CUDA's
+ *                         rules order them: program order in a stream, the
+ *                         host's knowledge when it queues work, the legacy
+ *                         default stream's implicit ordering with blocking
+ *                         (also per-thread default) streams, event record
+ *                         and wait, and host synchronization
+ *                         (cuStreamSynchronize, cuCtxSynchronize,
  *                         cuEventSynchronize, a successful cuEventQuery or
  *                         cuStreamQuery, copies that block the host,
  *                         cuMemFree). All host threads count as one host:
  *                         the program's own host-side synchronization is
  *                         invisible to the device. Allocations, pool
- *                         allocations and new VMM mappings start fresh;
+ *                         allocations and new VMM mappings start fresh.
  *                         cuMemUnmap or cuMemAddressFree of bytes whose last
- *                         use the host has not synchronized with is reported
- *                         as a race too. Stream memory operations do not
- *                         race with each other (they synchronize through
- *                         memory), and synchronous device-to-device copies
- *                         and memsets do not order the host, as CUDA allows
- *                         them to return early.
+ *                         use the host has not synchronized with is a race
+ *                         too (cuMemRelease takes nothing away while a
+ *                         mapping holds the memory). Stream memory
+ *                         operations do not race with each other (they
+ *                         synchronize through memory), and synchronous
+ *                         device-to-device copies and memsets do not order
+ *                         the host, as CUDA lets them return early.
  *
  * The functions below are for tests that link libcuda.so.1 directly. */
 #ifndef GPUSIM_H

@@ -93,6 +93,10 @@ void sim_context_drain(struct sim_context *context, bool host_observes)
         sim_stream_release(streams[i]);
     }
     free(streams);
+    /* A stream whose worker left before it could be drained is done; its
+     * clock went to the context's retired clock. */
+    if (host_observes)
+        sim_racecheck_host_observes_retired(context);
 }
 
 /* Under sim.lock: streams whose workers have not left yet. */
@@ -116,7 +120,6 @@ static void context_teardown(struct sim_context *context)
     LIST_FOREACH(stream, &context->streams, context_link)
         sim_stream_close(stream);
     context->legacy_stream = NULL;
-    sim_racecheck_context_reset(context);
     sim_events_teardown(context);
     sim_free_context_memory(context);
     context->active = false;
@@ -127,6 +130,7 @@ static void context_teardown(struct sim_context *context)
         sched_yield();
         sim_lock();
     }
+    sim_racecheck_context_reset(context);
     sim_unlock();
 }
 

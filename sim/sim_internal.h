@@ -154,11 +154,12 @@ bool sim_parse_error_name(const char *text, CUresult *error);
 
 /* ---- core objects ------------------------------------------------------- */
 
-/* A vector clock of the race detector: ticks[actor] is the last operation
- * of that actor (0: the host, then one per stream ever created) known to
- * happen before. Missing entries are 0. */
+/* A vector clock of the race detector: for each clock slot, the last
+ * operation of the actor (the host or a stream) holding that slot known to
+ * happen before. Missing or stale entries mean nothing known. */
+struct sim_clock_entry;
 struct sim_clock {
-    unsigned long long *ticks;
+    struct sim_clock_entry *entries;
     unsigned length;
 };
 
@@ -221,9 +222,11 @@ struct sim_context {
     /* Taken while a work item is queued, so that the implicit waits between
      * the legacy stream and blocking streams see a consistent order. */
     pthread_mutex_t submit_lock;
-    /* Race detector: what the blocking streams that have left `streams`
-     * had done, still ordered before later legacy-stream work. */
+    /* Race detector: the final clocks of the streams that have left
+     * `streams`. Their blocking ones' work is still ordered before later
+     * legacy-stream work, and a context synchronize still observes all. */
     struct sim_clock race_retired_blocking;
+    struct sim_clock race_retired_all;
 };
 
 struct sim_state {
@@ -578,6 +581,13 @@ void sim_racecheck_unlock(void);
 void sim_racecheck_stream_created(struct sim_stream *stream);
 /* A stream the program destroyed (or whose thread ended). Under sim.lock. */
 void sim_racecheck_stream_closed(struct sim_stream *stream);
+/* A closed stream's worker has left the context's list: its clock moves
+ * into the context's retired clocks, so memory stays proportional to the
+ * live streams. Under sim.lock. */
+void sim_racecheck_stream_finished(struct sim_stream *stream);
+/* The host has waited for all of the context's work: it learns the clocks
+ * of the streams that have finished. */
+void sim_racecheck_host_observes_retired(struct sim_context *context);
 /* Under sim.lock and the race lock, before `work` is queued on `stream`:
  * advances the stream's clock, applies CUDA's ordering rules (host, legacy
  * stream, event waits) and records the item's device accesses. */
@@ -604,7 +614,8 @@ void sim_racecheck_forget(uintptr_t address, size_t bytes);
  * access not yet ordered before the host ("unmapped while in use"), then
  * forgets the range. */
 void sim_racecheck_release(uintptr_t address, size_t bytes);
-/* The context's streams and clocks are going away. Under sim.lock. */
+/* The context's streams have all finished and its clocks go. Under
+ * sim.lock. */
 void sim_racecheck_context_reset(struct sim_context *context);
 void sim_clock_free(struct sim_clock *clock);
 /* Races reported so far. */

@@ -13,7 +13,17 @@
  * holds its last write and the reads since (one per actor), split where
  * accesses begin and end and coalesced when a write covers it. Actors are
  * the host (0) and each stream ever created, never reused, so a destroyed
- * stream's accesses keep a meaning. */
+ * stream's accesses keep a meaning.
+ *
+ * Clocks are indexed by slot, not by actor, so their length follows the
+ * streams alive rather than every stream ever created. A stream retires once
+ * its worker has finished and the host has observed its last operation:
+ * every operation queued from then on joins the host's clock, so it is
+ * ordered after everything the retired stream did, and its slot (with a new
+ * generation, which voids the old entries) goes to a new stream.
+ *
+ * Cost (DESIGN.md): about 2x CPU per queued operation in a loop that does
+ * nothing but queue small copies and memsets, mostly the race lock. */
 #include "sim_internal.h"
 
 #include <dlfcn.h>
@@ -37,6 +47,14 @@ struct actor {
     enum actor_kind kind;
     const void *handle;
     bool destroyed;
+    bool retired;
+    unsigned slot;
+    unsigned long long final_tick; /* once finished */
+};
+
+struct sim_clock_entry {
+    unsigned generation; /* of the slot when written; 0: never */
+    unsigned long long tick;
 };
 
 struct shadow_access {
@@ -68,6 +86,13 @@ static struct {
     pthread_mutex_t lock;
     struct actor *actors;
     unsigned actor_count, actor_capacity;
+    unsigned *slot_generations;
+    unsigned slot_count, slot_capacity;
+    unsigned *free_slots;
+    unsigned free_slot_count, free_slot_capacity;
+    /* Finished streams the host has not observed to the end yet. */
+    unsigned *unobserved;
+    unsigned unobserved_count, unobserved_capacity;
     struct shadow_tree shadow;
     /* The operation last reported, so one operation is one race however
      * many of its byte ranges conflict. */
@@ -112,66 +137,127 @@ unsigned long long sim_racecheck_race_count(void)
 
 /* ---- vector clocks ------------------------------------------------------ */
 
+/* Makes room for one more element in the growable array `array` holding
+ * `count` of `capacity`; false (detection stops) when out of memory. */
+#define RESERVE_ONE(array, capacity, count)                                                     \
+    ((count) < (capacity) || grow(&(array), &(capacity), sizeof *(array)))
+
+/* Doubles the array whose pointer is at `array_address`. The pointer is
+ * moved with memcpy because the arrays have different element types. */
+static bool grow(void *array_address, unsigned *capacity, size_t element)
+{
+    unsigned grown = *capacity == 0 ? 16 : 2 * *capacity;
+    void *array;
+    memcpy(&array, array_address, sizeof array);
+    void *larger = realloc(array, grown * element);
+    if (larger == NULL) {
+        out_of_memory();
+        return false;
+    }
+    memcpy(array_address, &larger, sizeof larger);
+    *capacity = grown;
+    return true;
+}
+
+static bool entry_is_current(const struct sim_clock_entry *entry, unsigned slot)
+{
+    return entry->generation == detector.slot_generations[slot];
+}
+
+/* What `clock` knows of `actor`; a retired actor is known to the end. */
 static unsigned long long clock_tick(const struct sim_clock *clock, unsigned actor)
 {
-    return actor < clock->length ? clock->ticks[actor] : 0;
+    const struct actor *owner = &detector.actors[actor];
+    if (owner->retired)
+        return ~0ULL;
+    if (owner->slot >= clock->length || !entry_is_current(&clock->entries[owner->slot], owner->slot))
+        return 0;
+    return clock->entries[owner->slot].tick;
 }
 
 static bool clock_reserve(struct sim_clock *clock, unsigned length)
 {
     if (length <= clock->length)
         return true;
-    unsigned long long *ticks = realloc(clock->ticks, length * sizeof *ticks);
-    if (ticks == NULL) {
+    struct sim_clock_entry *entries = realloc(clock->entries, length * sizeof *entries);
+    if (entries == NULL) {
         out_of_memory();
         return false;
     }
-    memset(ticks + clock->length, 0, (length - clock->length) * sizeof *ticks);
-    clock->ticks = ticks;
+    memset(entries + clock->length, 0, (length - clock->length) * sizeof *entries);
+    clock->entries = entries;
     clock->length = length;
     return true;
+}
+
+/* The next operation of `actor`, whose clock `clock` is: its new tick. */
+static unsigned long long clock_advance(struct sim_clock *clock, unsigned actor)
+{
+    unsigned slot = detector.actors[actor].slot;
+    if (!clock_reserve(clock, slot + 1))
+        return 0;
+    struct sim_clock_entry *entry = &clock->entries[slot];
+    if (!entry_is_current(entry, slot))
+        *entry = (struct sim_clock_entry){.generation = detector.slot_generations[slot]};
+    return ++entry->tick;
 }
 
 static void clock_join(struct sim_clock *into, const struct sim_clock *from)
 {
     if (!clock_reserve(into, from->length))
         return;
-    for (unsigned i = 0; i < from->length; i++)
-        if (from->ticks[i] > into->ticks[i])
-            into->ticks[i] = from->ticks[i];
+    for (unsigned slot = 0; slot < from->length; slot++) {
+        const struct sim_clock_entry *entry = &from->entries[slot];
+        if (!entry_is_current(entry, slot))
+            continue;
+        if (!entry_is_current(&into->entries[slot], slot) || into->entries[slot].tick < entry->tick)
+            into->entries[slot] = *entry;
+    }
 }
 
 static void clock_assign(struct sim_clock *into, const struct sim_clock *from)
 {
     if (!clock_reserve(into, from->length))
         return;
-    memcpy(into->ticks, from->ticks, from->length * sizeof *from->ticks);
-    memset(into->ticks + from->length, 0, (into->length - from->length) * sizeof *into->ticks);
+    /* An empty clock has no array: memcpy and memset must not see NULL. */
+    if (from->length > 0)
+        memcpy(into->entries, from->entries, from->length * sizeof *from->entries);
+    if (into->length > from->length)
+        memset(into->entries + from->length, 0,
+               (into->length - from->length) * sizeof *into->entries);
 }
 
 void sim_clock_free(struct sim_clock *clock)
 {
-    free(clock->ticks);
-    clock->ticks = NULL;
+    free(clock->entries);
+    clock->entries = NULL;
     clock->length = 0;
 }
 
 /* ---- actors ------------------------------------------------------------- */
 
+static bool new_slot(unsigned *slot)
+{
+    if (detector.free_slot_count > 0) {
+        *slot = detector.free_slots[--detector.free_slot_count];
+    } else {
+        if (!RESERVE_ONE(detector.slot_generations, detector.slot_capacity, detector.slot_count))
+            return false;
+        *slot = detector.slot_count++;
+        detector.slot_generations[*slot] = 0;
+    }
+    detector.slot_generations[*slot]++; /* voids what clocks hold for its last owner */
+    return true;
+}
+
 static unsigned new_actor(enum actor_kind kind, const void *handle)
 {
-    if (detector.actor_count == detector.actor_capacity) {
-        unsigned capacity = detector.actor_capacity == 0 ? 16 : 2 * detector.actor_capacity;
-        struct actor *actors = realloc(detector.actors, capacity * sizeof *actors);
-        if (actors == NULL) {
-            out_of_memory();
-            return HOST_ACTOR;
-        }
-        detector.actors = actors;
-        detector.actor_capacity = capacity;
-    }
+    unsigned slot;
+    if (!RESERVE_ONE(detector.actors, detector.actor_capacity, detector.actor_count) ||
+        !new_slot(&slot))
+        return HOST_ACTOR;
     unsigned index = detector.actor_count++;
-    detector.actors[index] = (struct actor){.kind = kind, .handle = handle};
+    detector.actors[index] = (struct actor){.kind = kind, .handle = handle, .slot = slot};
     return index;
 }
 
@@ -204,18 +290,69 @@ void sim_racecheck_stream_closed(struct sim_stream *stream)
     if (!tracking() || stream->race_actor == HOST_ACTOR)
         return;
     sim_racecheck_lock();
-    struct actor *actor = &detector.actors[stream->race_actor];
-    actor->destroyed = true;
-    /* Once its worker leaves the context's list the legacy stream can no
-     * longer find it, but its queued work still precedes later legacy work. */
+    detector.actors[stream->race_actor].destroyed = true;
+    sim_racecheck_unlock();
+}
+
+/* Retires `actor` if the host has observed its last operation. */
+static bool retire_if_observed(unsigned actor)
+{
+    struct actor *finished = &detector.actors[actor];
+    if (clock_tick(host_clock(), actor) < finished->final_tick)
+        return false;
+    if (!RESERVE_ONE(detector.free_slots, detector.free_slot_capacity, detector.free_slot_count))
+        return false;
+    finished->retired = true;
+    detector.free_slots[detector.free_slot_count++] = finished->slot;
+    return true;
+}
+
+/* Under the race lock, after the host's clock grew. */
+static void retire_observed_streams(void)
+{
+    unsigned kept = 0;
+    for (unsigned i = 0; i < detector.unobserved_count; i++)
+        if (!retire_if_observed(detector.unobserved[i]))
+            detector.unobserved[kept++] = detector.unobserved[i];
+    detector.unobserved_count = kept;
+}
+
+void sim_racecheck_stream_finished(struct sim_stream *stream)
+{
+    if (!tracking() || stream->race_actor == HOST_ACTOR)
+        return;
+    sim_racecheck_lock();
+    struct actor *finished = &detector.actors[stream->race_actor];
+    finished->final_tick = clock_tick(&finished->clock, stream->race_actor);
+    struct sim_clock *clock = &finished->clock;
+    /* The legacy stream no longer finds it in the context's list, but its
+     * work still precedes later legacy work. */
     if (is_blocking(stream))
-        clock_join(&stream->context->race_retired_blocking, &actor->clock);
+        clock_join(&stream->context->race_retired_blocking, clock);
+    clock_join(&stream->context->race_retired_all, clock);
+    /* Nothing reads this clock again: the handle is gone, events keep
+     * copies, and its accesses only need the actor's index. */
+    sim_clock_free(clock);
+    if (!retire_if_observed(stream->race_actor) &&
+        RESERVE_ONE(detector.unobserved, detector.unobserved_capacity, detector.unobserved_count))
+        detector.unobserved[detector.unobserved_count++] = stream->race_actor;
+    sim_racecheck_unlock();
+}
+
+void sim_racecheck_host_observes_retired(struct sim_context *context)
+{
+    if (!tracking())
+        return;
+    sim_racecheck_lock();
+    clock_join(host_clock(), &context->race_retired_all);
+    retire_observed_streams();
     sim_racecheck_unlock();
 }
 
 void sim_racecheck_context_reset(struct sim_context *context)
 {
     sim_clock_free(&context->race_retired_blocking);
+    sim_clock_free(&context->race_retired_all);
 }
 
 void sim_racecheck_copy_stream_clock(struct sim_stream *stream, struct sim_clock *into)
@@ -239,13 +376,16 @@ void sim_racecheck_host_observes(const struct sim_clock *observed)
         return;
     sim_racecheck_lock();
     clock_join(host_clock(), observed);
+    retire_observed_streams();
     sim_racecheck_unlock();
 }
 
 void sim_racecheck_host_observes_stream(struct sim_stream *stream)
 {
-    if (tracking())
-        clock_join(host_clock(), &detector.actors[stream->race_actor].clock);
+    if (!tracking())
+        return;
+    clock_join(host_clock(), &detector.actors[stream->race_actor].clock);
+    retire_observed_streams();
 }
 
 /* ---- reports ------------------------------------------------------------ */
@@ -529,10 +669,8 @@ void sim_racecheck_record_access(uintptr_t address, size_t bytes, enum sim_acces
         return;
     unsigned actor = stream != NULL ? stream->race_actor : HOST_ACTOR;
     struct sim_clock *clock = &detector.actors[actor].clock;
-    if (actor == HOST_ACTOR && !clock_reserve(clock, 1))
-        return;
     if (actor == HOST_ACTOR)
-        clock->ticks[HOST_ACTOR]++;
+        clock_advance(clock, HOST_ACTOR); /* each host access is its own operation */
     struct shadow_access access = {
         .actor = actor,
         .mode = mode,
@@ -583,9 +721,8 @@ void sim_racecheck_order_submission(struct sim_stream *stream, const struct sim_
     if (!tracking() || stream->race_actor == HOST_ACTOR)
         return;
     struct sim_clock *clock = &detector.actors[stream->race_actor].clock;
-    if (!clock_reserve(clock, stream->race_actor + 1))
+    if (clock_advance(clock, stream->race_actor) == 0)
         return;
-    clock->ticks[stream->race_actor]++;
     clock_join(clock, host_clock());
     order_after_implicit_dependencies(stream, clock);
     switch (work->kind) {
@@ -664,8 +801,9 @@ void sim_racecheck_release(uintptr_t address, size_t bytes)
     uintptr_t start = address, end = address + bytes;
     const struct shadow_access *in_use = unobserved_access(start, end);
     struct sim_clock *host = host_clock();
-    if (in_use != NULL && clock_reserve(host, 1)) {
-        struct shadow_access release = {.actor = HOST_ACTOR, .tick = ++host->ticks[HOST_ACTOR]};
+    if (in_use != NULL) {
+        struct shadow_access release = {.actor = HOST_ACTOR,
+                                        .tick = clock_advance(host, HOST_ACTOR)};
         count_race(&release);
         char actor[96], site[256], use_site[256];
         describe_actor(in_use->actor, actor, sizeof actor);

@@ -111,6 +111,7 @@ static void *stream_worker(void *argument)
     pthread_mutex_unlock(&stream->mutex);
     sim_lock();
     LIST_REMOVE(stream, context_link);
+    sim_racecheck_stream_finished(stream);
     sim_unlock();
     sim_stream_release(stream);
     return NULL;
