@@ -9,7 +9,7 @@
 #
 # Runner options pass through, e.g. --first-seed 5000, --jobs 8,
 # --no-legacy-free-async (look past the known legacy-stream bug),
-# --busy-destroy, --conf reuse:conservative. Each failing case is minimised
+# --no-busy-destroy, --conf reuse:conservative. Each failing case is minimised
 # into differential-found/ (first --max-shrinks of them, default 20); copy
 # the ones worth keeping into tests/differential/regressions/.
 set -euo pipefail
