@@ -357,7 +357,7 @@ class Case:
         self.phases = phases    # [(thread_count, [(thread, op tuple)])]
         self.memory = memory
         self.comment = comment
-        # Whether the case destroys streams with work queued (BUSY_DESTROY).
+        # Whether the case may destroy streams with work queued.
         self.busy_destroy = busy_destroy
 
     def text(self):
@@ -593,7 +593,8 @@ class Generator:
         elif r < 0.40:
             name = self.random.choice(buffers)
             buffer = tracker.buffers[name]
-            # Reads still pending on the host must land before the buffer goes.
+            # Now and then check a read-back of the buffer first, so checksums
+            # interleave with frees (cudaFree would wait for the read anyway).
             for read_back, buffer_name in list(pending_reads):
                 if buffer_name == name and self.random.random() < 0.5:
                     self.checksum(thread, read_back, pending_reads)
