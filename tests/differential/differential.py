@@ -1053,7 +1053,8 @@ def command_shrink(arguments):
             return 1
         kind = failures[0][1]
         small = shrink(paths, case, configuration, kind, scratch,
-                       log=lambda message: print(message, file=sys.stderr))
+                       log=lambda message: print(message, file=sys.stderr),
+                       attempts=arguments.attempts)
     small.comment = (f"minimised; fails under GPUCACHE_ALLOC_CONF='{configuration}' with "
                      f"{kind}:\n{failures[0][2]}")
     sys.stdout.write(small.text())
@@ -1094,6 +1095,8 @@ def main():
             sub.add_argument("cases", nargs="+")
         else:
             sub.add_argument("case")
+            sub.add_argument("--attempts", type=int, default=2,
+                             help="runs per candidate (more for timing-dependent failures)")
     arguments = parser.parse_args()
     if arguments.command == "generate":
         sys.stdout.write(generate(arguments.seed).text())
