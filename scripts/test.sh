@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds gpucache and runs every suite: the plain build with -Werror, the
 # ASan/UBSan build, the TSan build of the multithreaded tests, and bounded
-# fuzzing runs of the configuration parser and the trace readers.
+# fuzzing runs of the configuration parser and the trace readers. The
+# differential suite (80 seeds and the regressions, tests/differential) runs
+# inside meson test; scripts/differential.sh makes the long runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
