@@ -393,24 +393,29 @@ static gpucache_result set_access(void *context, int device, uint64_t address, s
     return driver()->mem_set_access(address, size, access, count);
 }
 
+CUresult cuda_driver_order_legacy_after_stream(int device, CUstream stream)
+{
+    unsigned generation = 0;
+    CUevent event = device_take_event(driver(), device, &generation);
+    if (!event)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult result = driver()->event_record(event, stream);
+    if (result == CUDA_SUCCESS)
+        result = driver()->stream_wait_event(CU_STREAM_LEGACY, event, 0);
+    /* Reusing the event later is safe: a wait uses the record it saw. */
+    device_return_event(driver(), device, event, generation);
+    return result;
+}
+
 CUresult cuda_driver_order_legacy_after_all_streams(int device)
 {
     size_t count = 0;
+    device_streams_hold();
     CUstream *streams = device_non_blocking_streams(device, &count);
     CUresult result = CUDA_SUCCESS;
-    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++) {
-        unsigned generation = 0;
-        CUevent event = device_take_event(driver(), device, &generation);
-        if (!event) {
-            result = CUDA_ERROR_OUT_OF_MEMORY;
-            break;
-        }
-        result = driver()->event_record(event, streams[i]);
-        if (result == CUDA_SUCCESS)
-            result = driver()->stream_wait_event(CU_STREAM_LEGACY, event, 0);
-        /* Reusing the event later is safe: a wait uses the record it saw. */
-        device_return_event(driver(), device, event, generation);
-    }
+    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
+        result = cuda_driver_order_legacy_after_stream(device, streams[i]);
+    device_streams_release();
     free(streams);
     return result;
 }

@@ -15,8 +15,10 @@ const struct gpucache_driver *cuda_driver_interface(void);
  * device is capturing. */
 bool cuda_driver_capture_active(int device);
 
-/* Makes the legacy stream wait for the work issued so far on every live
- * non-blocking stream of `device`, without blocking the host. */
+/* Makes the legacy stream wait for the work issued so far on `stream` (a
+ * stream of `device`), without blocking the host. */
+CUresult cuda_driver_order_legacy_after_stream(int device, CUstream stream);
+/* The same for every live non-blocking stream of `device`. */
 CUresult cuda_driver_order_legacy_after_all_streams(int device);
 
 #endif

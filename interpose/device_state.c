@@ -43,6 +43,10 @@ struct device_state {
 };
 
 static struct device_state devices[GPUCACHE_MAX_DEVICES];
+/* Held shared by whoever records events on a copy of the stream registry,
+ * and exclusively while a stream leaves it: a stream the program destroys
+ * is then never used after the destroy (its handle may be reused). */
+static pthread_rwlock_t stream_use_lock = PTHREAD_RWLOCK_INITIALIZER;
 static unsigned pool_generation = 1; /* atomic; 0 means never checked */
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 
@@ -205,17 +209,19 @@ void device_forget(int device)
     if (!state)
         return;
     pthread_mutex_lock(&state->lock);
+    /* The driver frees the events and the streams together with the
+     * context: forget them without a call, with or without an allocator
+     * (the cudaMallocAsync backend records events on them too). */
+    __atomic_add_fetch(&state->generation, 1, __ATOMIC_ACQ_REL);
+    state->idle_event_count = 0;
+    state->stream_count = 0;
+    memset(state->peer_granted, 0, sizeof state->peer_granted);
+    __atomic_store_n(&state->pool_generation_checked, 0, __ATOMIC_RELEASE);
     struct gpucache_allocator *abandoned = state->context ? state->allocator : NULL;
     if (abandoned) {
-        /* The driver already freed the memory, the events and the streams
-         * together with the context: forget them without a call. */
+        /* Its memory went with the context too. */
         __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
         __atomic_store_n(&state->allocator, NULL, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&state->generation, 1, __ATOMIC_ACQ_REL);
-        state->idle_event_count = 0;
-        state->stream_count = 0;
-        memset(state->peer_granted, 0, sizeof state->peer_granted);
-        __atomic_store_n(&state->pool_generation_checked, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&state->lock);
     if (!abandoned)
@@ -261,22 +267,37 @@ void device_stream_created(int device, CUstream stream, bool non_blocking)
     pthread_mutex_unlock(&state->lock);
 }
 
-int device_stream_destroyed(CUstream stream)
+int device_stream_destroyed(CUstream stream, bool *non_blocking)
 {
     pthread_once(&devices_once, devices_initialise);
-    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
+    pthread_rwlock_wrlock(&stream_use_lock);
+    int found = -1;
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES && found < 0; i++) {
         struct device_state *state = &devices[i];
         pthread_mutex_lock(&state->lock);
         for (size_t s = 0; s < state->stream_count; s++) {
             if (state->streams[s].stream == stream) {
+                if (non_blocking)
+                    *non_blocking = state->streams[s].non_blocking;
                 state->streams[s] = state->streams[--state->stream_count];
-                pthread_mutex_unlock(&state->lock);
-                return i;
+                found = i;
+                break;
             }
         }
         pthread_mutex_unlock(&state->lock);
     }
-    return -1;
+    pthread_rwlock_unlock(&stream_use_lock);
+    return found;
+}
+
+void device_streams_hold(void)
+{
+    pthread_rwlock_rdlock(&stream_use_lock);
+}
+
+void device_streams_release(void)
+{
+    pthread_rwlock_unlock(&stream_use_lock);
 }
 
 CUstream *device_non_blocking_streams(int device, size_t *count)

@@ -53,10 +53,16 @@ bool device_retired_stats(int device, struct gpucache_stats *stats);
 
 /* Live-stream registry. */
 void device_stream_created(int device, CUstream stream, bool non_blocking);
-/* Removes the stream; returns its device, or -1 if it was not registered. */
-int device_stream_destroyed(CUstream stream);
-/* A malloc'ed copy of the live non-blocking streams of `device`. */
+/* Removes the stream; returns its device, or -1 if it was not registered
+ * (then `non_blocking`, when not NULL, is left as it was). Waits for every
+ * holder of the registry (device_streams_hold) to be done. */
+int device_stream_destroyed(CUstream stream, bool *non_blocking);
+/* A malloc'ed copy of the live non-blocking streams of `device`. A caller
+ * that uses the handles outside the allocator's lock holds the registry
+ * meanwhile, so that no stream in the copy is destroyed under it. */
 CUstream *device_non_blocking_streams(int device, size_t *count);
+void device_streams_hold(void);
+void device_streams_release(void);
 bool device_has_non_blocking_streams(int device);
 
 /* Recycled events (CU_EVENT_DISABLE_TIMING) of the device's context. The

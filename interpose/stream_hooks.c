@@ -2,6 +2,7 @@
  * the live-stream registry that epoch fences are recorded on; a synchronize
  * the program makes anyway proves earlier work finished, so blocks freed
  * before it become reusable without any fence of ours. */
+#include "cuda_driver.h"
 #include "device_state.h"
 #include "hook_support.h"
 #include "hooks.h"
@@ -50,12 +51,18 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
 }
 
 /* Blocks cached for the stream must move on while the stream still exists:
- * the allocator may record a last event on it. */
+ * the allocator may record a last event on it. Under the cudaMallocAsync
+ * backend a cudaFree is a free on the legacy stream ordered after every
+ * live non-blocking stream; a destroyed one's queued work must stay before
+ * it, so the legacy stream waits for that work now. */
 static void stream_destroying(CUstream stream)
 {
     if (hook_passes_through() || !stream)
         return;
-    int device = device_stream_destroyed(stream);
+    bool non_blocking = false;
+    int device = device_stream_destroyed(stream, &non_blocking);
+    if (device >= 0 && non_blocking && hook_mode() == HOOK_MODE_DRIVER_POOL)
+        cuda_driver_order_legacy_after_stream(device, stream);
     struct gpucache_allocator *allocator = device >= 0 ? device_allocator(device) : NULL;
     if (allocator && device_context(device))
         gpucache_allocator_stream_destroyed(allocator, stream_token(stream, false));
