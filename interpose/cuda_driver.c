@@ -407,6 +407,30 @@ CUresult cuda_driver_order_legacy_after_stream(int device, CUstream stream)
     return result;
 }
 
+CUresult cuda_driver_stream_retiring(int device, CUstream stream)
+{
+    /* Without a context of the library's (the cudaMallocAsync backend binds
+     * none), the program's current one is the stream's. */
+    struct context_scope scope = {.pushed = false};
+    CUresult result = device_context(device) ? enter_device_context(device, &scope) : CUDA_SUCCESS;
+    if (result != CUDA_SUCCESS)
+        return result;
+    unsigned generation = 0;
+    CUevent event = device_take_event(driver(), device, &generation);
+    if (!event) {
+        leave_device_context(&scope);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    result = driver()->event_record(event, stream);
+    /* An idle stream needs nothing: the common case costs a record and a
+     * query, and the program's legacy stream keeps its own timing. */
+    if (result == CUDA_SUCCESS && driver()->event_query(event) == CUDA_ERROR_NOT_READY)
+        result = driver()->stream_wait_event(CU_STREAM_LEGACY, event, 0);
+    device_return_event(driver(), device, event, generation);
+    leave_device_context(&scope);
+    return result;
+}
+
 CUresult cuda_driver_order_legacy_after_all_streams(int device)
 {
     size_t count = 0;
