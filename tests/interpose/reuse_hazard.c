@@ -131,26 +131,45 @@ static void stream_ordered_free(void)
     CHECK_CUDA(cudaStreamDestroy(other));
 }
 
-static void legacy_stream_free(void)
+/* A zeroed block from cudaMallocAsync on the legacy stream, nothing queued. */
+static void *legacy_stream_block(void)
 {
-    cudaStream_t other;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
-    void *first = NULL, *second = NULL;
-    CHECK_CUDA(cudaMallocAsync(&first, BLOCK_SIZE, 0));
-    CHECK_CUDA(cudaMemsetAsync(first, 0, BLOCK_SIZE, 0));
+    void *block = NULL;
+    CHECK_CUDA(cudaMallocAsync(&block, BLOCK_SIZE, 0));
+    CHECK_CUDA(cudaMemsetAsync(block, 0, BLOCK_SIZE, 0));
     CHECK_CUDA(cudaStreamSynchronize(0));
+    return block;
+}
 
+/* The late write on the legacy stream, then the free behind it. */
+static void free_behind_a_late_legacy_write(void *block)
+{
     CHECK_CUDA(cudaLaunchHostFunc(0, delay_stream, NULL));
-    CHECK_CUDA(cudaMemsetAsync(first, 0xAA, BLOCK_SIZE, 0)); /* the late write */
-    CHECK_CUDA(cudaFreeAsync(first, 0));
+    CHECK_CUDA(cudaMemsetAsync(block, 0xAA, BLOCK_SIZE, 0));
+    CHECK_CUDA(cudaFreeAsync(block, 0));
+}
+
+/* cudaMalloc, filled at once on the non-blocking stream `other`: the new
+ * owner must not see the late write of `first`'s owner. */
+static void check_cudamalloc_on_non_blocking(const char *what, void *first, cudaStream_t other)
+{
+    void *second = NULL;
     CHECK_CUDA(cudaMalloc(&second, BLOCK_SIZE));
     CHECK_CUDA(cudaMemsetAsync(second, 0x55, BLOCK_SIZE, other));
     CHECK_CUDA(cudaStreamSynchronize(other));
     CHECK_CUDA(cudaDeviceSynchronize());
-
-    check_new_owner_untouched("cudaFreeAsync on the legacy stream, then cudaMalloc", first,
-                              second);
+    check_new_owner_untouched(what, first, second);
     CHECK_CUDA(cudaFree(second));
+}
+
+static void legacy_stream_free(void)
+{
+    cudaStream_t other;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    void *first = legacy_stream_block();
+    free_behind_a_late_legacy_write(first);
+    check_cudamalloc_on_non_blocking("cudaFreeAsync on the legacy stream, then cudaMalloc", first,
+                                     other);
     CHECK_CUDA(cudaStreamDestroy(other));
 }
 
@@ -181,10 +200,7 @@ static void free_during_another_threads_synchronize(void)
 {
     cudaStream_t other;
     CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
-    void *first = NULL, *second = NULL;
-    CHECK_CUDA(cudaMallocAsync(&first, BLOCK_SIZE, 0));
-    CHECK_CUDA(cudaMemsetAsync(first, 0, BLOCK_SIZE, 0));
-    CHECK_CUDA(cudaStreamSynchronize(0));
+    void *first = legacy_stream_block();
 
     CHECK_CUDA(cudaLaunchHostFunc(0, wait_for_gate, NULL));
     pthread_t thread;
@@ -193,22 +209,15 @@ static void free_during_another_threads_synchronize(void)
     while (!atomic_load(&synchronizing))
         usleep(1000);
     usleep(50000); /* inside its synchronize, which waits for the gate */
-    CHECK_CUDA(cudaLaunchHostFunc(0, delay_stream, NULL));
-    CHECK_CUDA(cudaMemsetAsync(first, 0xAA, BLOCK_SIZE, 0)); /* the late write */
-    CHECK_CUDA(cudaFreeAsync(first, 0));
+    free_behind_a_late_legacy_write(first);
     pthread_mutex_lock(&gate_lock);
     gate_open = true;
     pthread_cond_broadcast(&gate_opened);
     pthread_mutex_unlock(&gate_lock);
     CHECK(pthread_join(thread, NULL) == 0, "pthread_join failed");
 
-    CHECK_CUDA(cudaMalloc(&second, BLOCK_SIZE));
-    CHECK_CUDA(cudaMemsetAsync(second, 0x55, BLOCK_SIZE, other));
-    CHECK_CUDA(cudaStreamSynchronize(other));
-    CHECK_CUDA(cudaDeviceSynchronize());
-    check_new_owner_untouched("cudaFreeAsync during another thread's synchronize", first,
-                              second);
-    CHECK_CUDA(cudaFree(second));
+    check_cudamalloc_on_non_blocking("cudaFreeAsync during another thread's synchronize", first,
+                                     other);
     CHECK_CUDA(cudaStreamDestroy(other));
 }
 
