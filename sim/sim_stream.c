@@ -86,6 +86,9 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
     case SIM_WORK_WRITE_VALUE:
         sim_write_value(work);
         break;
+    case SIM_WORK_KERNEL:
+        sim_kernel_run(work->u.kernel.launch);
+        break;
     }
 }
 
@@ -343,6 +346,8 @@ CUresult sim_stream_submit(struct sim_stream *stream, const struct sim_work *wor
             sim_stream_release(copy->u.wait.stream);
         else if (copy->kind == SIM_WORK_EVENT_RECORD)
             sim_event_release(copy->u.record.event);
+        else if (copy->kind == SIM_WORK_KERNEL)
+            sim_kernel_discard(copy->u.kernel.launch);
         free(copy);
         if (sequence != NULL)
             *sequence = 0;
@@ -409,8 +414,10 @@ CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct s
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     unsigned long long sequence;
     result = sim_stream_submit(stream, work, &sequence);
-    if (result == CUDA_SUCCESS && synchronous)
+    if (result == CUDA_SUCCESS && synchronous) {
         sim_stream_wait_for(stream, sequence);
+        result = sim_sticky_error_or(stream->context, result);
+    }
     return result;
 }
 
@@ -500,10 +507,10 @@ static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
         if (result != CUDA_SUCCESS)
             return result;
         sim_stream_wait_for(stream, sequence);
-        return CUDA_SUCCESS;
+        return sim_sticky_error_or(stream->context, CUDA_SUCCESS);
     }
     sim_stream_drain(stream);
-    return CUDA_SUCCESS;
+    return sim_sticky_error_or(stream->context, CUDA_SUCCESS);
 }
 
 SIM_EXPORT_VARIANT(cuStreamSynchronize, (CUstream hStream), stream_synchronize(hStream, false))

@@ -1,0 +1,191 @@
+/* Grids: the CTAs of every running launch are handed out to one
+ * process-wide pool of worker threads (one per host CPU, started on the
+ * first launch), so a kernel uses every core and concurrent kernels of
+ * different streams share them. The thread that launched the grid (a
+ * stream's worker) runs CTAs too while it waits, so a grid always makes
+ * progress even while the pool is busy with others. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptx_cta.h"
+
+struct grid_job {
+    struct ptx_launch *launch;
+    unsigned long long total;    /* CTAs in the grid */
+    unsigned long long next;     /* next CTA to hand out */
+    unsigned long long finished; /* CTAs done */
+    bool failed;
+    struct grid_job *next_job;
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_available = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t job_finished = PTHREAD_COND_INITIALIZER;
+static struct grid_job *jobs; /* under pool_lock */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static unsigned pool_size;
+static atomic_ullong launch_generations;
+
+/* Report under the lock of the job's launch: the first failure wins. */
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ptx_grid_report(struct ptx_launch *launch, enum ptx_status status, const char *format, ...)
+{
+    pthread_mutex_lock(&report_lock);
+    if (launch->status == PTX_OK) {
+        launch->status = status;
+        va_list arguments;
+        va_start(arguments, format);
+        vsnprintf(launch->message, sizeof launch->message, format, arguments);
+        va_end(arguments);
+    }
+    pthread_mutex_unlock(&report_lock);
+}
+
+/* ---- which global memory a kernel may touch ----------------------------- */
+
+#define PAGE_SHIFT 12
+#define PAGE_CACHE_SLOTS 256
+
+/* Pages found accessible during the current launch, per worker thread:
+ * the driver's range lookup takes its global lock, which every access
+ * would otherwise contend on. Cleared when a new launch starts, since the
+ * program may have freed memory between launches. */
+static _Thread_local struct {
+    unsigned long long generation;
+    uintptr_t pages[PAGE_CACHE_SLOTS]; /* page number + 1; 0 = empty */
+} page_cache;
+
+bool ptx_global_accessible(struct ptx_launch *launch, uintptr_t address, size_t size)
+{
+    if (page_cache.generation != launch->generation) {
+        memset(page_cache.pages, 0, sizeof page_cache.pages);
+        page_cache.generation = launch->generation;
+    }
+    uintptr_t first = address >> PAGE_SHIFT, last = (address + size - 1) >> PAGE_SHIFT;
+    if (address + size < address)
+        return false;
+    if (first == last && page_cache.pages[first % PAGE_CACHE_SLOTS] == first + 1)
+        return true;
+    uintptr_t page_start = first << PAGE_SHIFT;
+    /* Check the whole page when the driver says it is accessible as a
+     * whole, so neighbouring accesses hit the cache. */
+    if (first == last && launch->is_accessible(page_start, (size_t)1 << PAGE_SHIFT)) {
+        page_cache.pages[first % PAGE_CACHE_SLOTS] = first + 1;
+        return true;
+    }
+    return launch->is_accessible(address, size);
+}
+
+/* ---- the pool ----------------------------------------------------------- */
+
+static void cta_coordinates(const struct ptx_launch *launch, unsigned long long index, unsigned ctaid[3])
+{
+    ctaid[0] = (unsigned)(index % launch->grid[0]);
+    ctaid[1] = (unsigned)((index / launch->grid[0]) % launch->grid[1]);
+    ctaid[2] = (unsigned)(index / ((unsigned long long)launch->grid[0] * launch->grid[1]));
+}
+
+/* Runs one CTA of `job` claimed as `index`; call without the lock. */
+static void run_claimed(struct grid_job *job, unsigned long long index, struct ptx_cta_memory *memory,
+                        unsigned worker)
+{
+    unsigned ctaid[3];
+    cta_coordinates(job->launch, index, ctaid);
+    enum ptx_status status = ptx_run_cta(job->launch, memory, worker, ctaid);
+    pthread_mutex_lock(&pool_lock);
+    if (status != PTX_OK && !job->failed) {
+        job->failed = true;
+        if (job->launch->status == PTX_OK)
+            ptx_grid_report(job->launch, status, "a CTA failed");
+        /* A faulting kernel ends: no further CTA starts. */
+        job->total = job->next;
+    }
+    job->finished++;
+    if (job->finished == job->total && job->next == job->total)
+        pthread_cond_broadcast(&job_finished);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+/* The first job with a CTA left to hand out; under pool_lock. */
+static struct grid_job *claimable_job(void)
+{
+    for (struct grid_job *job = jobs; job != NULL; job = job->next_job)
+        if (job->next < job->total)
+            return job;
+    return NULL;
+}
+
+static void *pool_worker(void *argument)
+{
+    unsigned worker = (unsigned)(uintptr_t)argument;
+    struct ptx_cta_memory memory = {0};
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        struct grid_job *job;
+        while ((job = claimable_job()) == NULL)
+            pthread_cond_wait(&work_available, &pool_lock);
+        unsigned long long index = job->next++;
+        pthread_mutex_unlock(&pool_lock);
+        run_claimed(job, index, &memory, worker);
+        pthread_mutex_lock(&pool_lock);
+    }
+    return NULL;
+}
+
+static void start_pool(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    pool_size = cpus < 1 ? 1 : cpus > 256 ? 256 : (unsigned)cpus;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 512 * 1024);
+    unsigned started = 0;
+    for (unsigned i = 0; i < pool_size; i++) {
+        pthread_t thread;
+        if (pthread_create(&thread, &attributes, pool_worker, (void *)(uintptr_t)(i + 1)) == 0)
+            started++;
+    }
+    pthread_attr_destroy(&attributes);
+    pool_size = started;
+}
+
+/* The launching thread keeps its buffers from one grid to the next. */
+static _Thread_local struct ptx_cta_memory launcher_memory;
+
+enum ptx_status ptx_launch_run(struct ptx_launch *launch)
+{
+    launch->status = PTX_OK;
+    launch->message[0] = '\0';
+    launch->generation = atomic_fetch_add(&launch_generations, 1) + 1;
+    unsigned long long total = (unsigned long long)launch->grid[0] * launch->grid[1] * launch->grid[2];
+    if (total == 0)
+        return PTX_OK;
+    pthread_once(&pool_once, start_pool);
+    struct grid_job job = {.launch = launch, .total = total};
+    pthread_mutex_lock(&pool_lock);
+    job.next_job = jobs;
+    jobs = &job;
+    if (total > 1)
+        pthread_cond_broadcast(&work_available);
+    /* Help with this grid until every CTA has been handed out. */
+    while (job.next < job.total) {
+        unsigned long long index = job.next++;
+        pthread_mutex_unlock(&pool_lock);
+        run_claimed(&job, index, &launcher_memory, 0);
+        pthread_mutex_lock(&pool_lock);
+    }
+    while (job.finished < job.next)
+        pthread_cond_wait(&job_finished, &pool_lock);
+    struct grid_job **link = &jobs;
+    while (*link != &job)
+        link = &(*link)->next_job;
+    *link = job.next_job;
+    pthread_mutex_unlock(&pool_lock);
+    return launch->status;
+}
