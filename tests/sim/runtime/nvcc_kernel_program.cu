@@ -1,7 +1,7 @@
 // An nvcc-built program with a kernel, linked with -cudart shared. On the sim
-// the kernel cannot run: the launch must fail with
-// cudaErrorNoKernelImageForDevice (reported by cudaGetLastError), never
-// pretend to succeed, and the rest of the program must keep working.
+// the kernel runs through the PTX interpreter: the launch succeeds, the
+// kernel's writes to global memory and to a __device__ variable are visible
+// after synchronizing, and cudaMemcpyFromSymbol reads the variable.
 #include <stdio.h>
 
 #include <cuda_runtime.h>
@@ -17,16 +17,25 @@ __global__ void increment(int *value)
 int main()
 {
     int *value = NULL;
-    if (cudaMalloc(&value, sizeof *value) != cudaSuccess)
+    if (cudaMalloc(&value, sizeof *value) != cudaSuccess || cudaMemset(value, 0, sizeof *value) != cudaSuccess)
         return 1;
     increment<<<1, 1>>>(value);
     cudaError_t launch = cudaGetLastError();
-    if (launch != cudaErrorNoKernelImageForDevice) {
+    if (launch != cudaSuccess) {
         fprintf(stderr, "launch returned %s\n", cudaGetErrorName(launch));
         return 1;
     }
-    if (cudaGetLastError() != cudaSuccess || cudaFree(value) != cudaSuccess)
+    increment<<<1, 1>>>(value);
+    int host_value = 0, host_counter = 0;
+    if (cudaMemcpy(&host_value, value, sizeof host_value, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpyFromSymbol(&host_counter, device_counter, sizeof host_counter) != cudaSuccess)
         return 1;
-    printf("kernel launch refused: %s\n", cudaGetErrorString(launch));
+    if (host_value != 2 || host_counter != 2) {
+        fprintf(stderr, "kernel results: value %d, counter %d (expected 2 and 2)\n", host_value, host_counter);
+        return 1;
+    }
+    if (cudaFree(value) != cudaSuccess)
+        return 1;
+    printf("kernel ran twice: value %d, counter %d\n", host_value, host_counter);
     return 0;
 }
