@@ -24,6 +24,9 @@
 
 #define SLICE_INSTRUCTIONS 4096
 #define MAX_BARRIERS 16
+/* Backward branches a group of lanes may take while other lanes of its warp
+ * wait, before those others get to run (see run_warp). */
+#define SPIN_LIMIT 64
 
 struct warp {
     uint64_t *r;        /* register_count * 32 values */
@@ -37,6 +40,8 @@ struct warp {
     uint32_t current_pc;
     uint32_t other_min; /* lowest pc among runnable lanes not in active */
     unsigned index;
+    unsigned backward_branches; /* taken while other lanes waited */
+    bool forced; /* running a group other than the lowest-pc one */
 };
 
 struct cta {
@@ -368,9 +373,17 @@ static inline void store_value(unsigned char *pointer, uint8_t type, uint64_t va
 
 /* ---- warps -------------------------------------------------------------- */
 
-/* Chooses the lanes to run next: the runnable lanes at the lowest pc.
- * False when no lane of the warp can run. */
+/* Chooses the lanes to run next: the runnable lanes at the lowest pc above
+ * `floor` (UINT32_MAX: at the lowest pc). False when no lane can run. */
+static bool schedule_above(struct warp *warp, uint32_t floor);
+
 static bool schedule(struct warp *warp)
+{
+    warp->forced = false;
+    return schedule_above(warp, UINT32_MAX);
+}
+
+static bool schedule_above(struct warp *warp, uint32_t floor)
 {
     uint32_t runnable = warp->exists & ~warp->exited & ~warp->blocked;
     if (warp->active != 0) {
@@ -382,8 +395,10 @@ static bool schedule(struct warp *warp)
         return false;
     uint32_t lowest = UINT32_MAX;
     LANES(runnable)
-        if (warp->pc[l] < lowest)
+        if (warp->pc[l] < lowest && (floor == UINT32_MAX || warp->pc[l] > floor))
             lowest = warp->pc[l];
+    if (lowest == UINT32_MAX)
+        return schedule_above(warp, UINT32_MAX);
     uint32_t active = 0, other = UINT32_MAX;
     LANES(runnable) {
         if (warp->pc[l] == lowest)
@@ -600,6 +615,8 @@ static uint64_t convert(const struct ptx_instruction *instruction, uint64_t valu
                     source = minimum;
                 if (source > maximum && !(to_bits == 64 && !type_signed(to)))
                     source = maximum;
+                if (type_signed(to) && to_bits < 32)
+                    return (uint64_t)source & 0xffffffffu;
                 return (uint64_t)source & width_mask(to_bits);
             }
             uint64_t source = value & width_mask(from_bits);
@@ -818,6 +835,14 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             continue;
         }
         const struct ptx_instruction *in = &code[warp->current_pc];
+        if (warp->forced && (in->op == OP_BRA || in->op == OP_RET || in->op == OP_EXIT || in->op == OP_BAR ||
+                             in->op == OP_BAR_WARP || in->op == OP_SHFL || in->op == OP_VOTE ||
+                             in->op == OP_MATCH || in->op == OP_ACTIVEMASK)) {
+            /* A group run out of turn goes only as far as its next branch
+             * or warp-wide operation, where the lowest pc leads again. */
+            schedule(warp);
+            continue;
+        }
         uint32_t mask = warp->active;
         uint32_t exec = mask;
         if (in->guard != PTX_NO_REGISTER) {
@@ -1530,6 +1555,27 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
         case OP_BRA: {
             if (exec == 0)
                 break;
+            /* Lanes that keep looping while others of their warp wait
+             * (a spin lock held by a waiting lane) would starve them: after
+             * SPIN_LIMIT such branches the next group runs for a while, the
+             * forward progress Volta's independent thread scheduling gives. */
+            if (in->target <= warp->current_pc && ++warp->backward_branches > SPIN_LIMIT &&
+                warp->other_min == UINT32_MAX) {
+                /* The whole warp loops: perhaps waiting for another warp,
+                 * which gets its turn sooner if this one yields now. */
+                warp->backward_branches = 0;
+                budget = 0;
+            } else if (in->target <= warp->current_pc && warp->backward_branches > SPIN_LIMIT) {
+                warp->backward_branches = 0;
+                uint32_t spinning_pc = in->target;
+                uint32_t next_pc = warp->current_pc + 1;
+                LANES(mask)
+                    warp->pc[l] = (exec >> l) & 1 ? in->target : next_pc;
+                warp->active = 0;
+                schedule_above(warp, spinning_pc);
+                warp->forced = true;
+                continue;
+            }
             if (exec == mask) {
                 warp->current_pc = in->target;
                 /* Lanes waiting at or below the target go first or join. */
@@ -1579,7 +1625,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
         }
         /* Straight-line advance; lanes waiting at the next pc join. */
         warp->current_pc++;
-        if (warp->current_pc >= warp->other_min)
+        if (warp->current_pc >= warp->other_min && !warp->forced)
             schedule(warp);
     }
     cta->instructions += executed;
