@@ -49,6 +49,10 @@
  *                         no side effect. Rules count calls made after the
                          first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
+ *   GPUSIM_KERNEL_THREADS=N  host threads that run the CTAs of a kernel,
+ *                         the launching stream's worker included, 1..256
+ *                         (default: the number of online CPUs). 1 runs
+ *                         every CTA on the stream's own worker.
  *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
  *                           {"calls": {"cuInit": 1, ...},
  *                            "peak_physical_bytes": N,
@@ -88,6 +92,10 @@ unsigned long long gpusim_synchronization_count(void);
 /* Writes the GPUSIM_STATS document to `path` now; 0 on success, -1 with
  * errno on failure. */
 int gpusim_write_stats(const char *path);
+
+/* Thread-instructions the PTX interpreter has executed so far in this
+ * process (one per active thread per instruction), for benchmarks. */
+unsigned long long gpusim_thread_instructions(void);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,11 @@ struct sim_kernel_launch {
 
 atomic_bool sim_any_sticky_error;
 
+SIM_EXPORT unsigned long long gpusim_thread_instructions(void)
+{
+    return ptx_thread_instructions();
+}
+
 CUresult sim_sticky_error_or(struct sim_context *context, CUresult result)
 {
     if (context == NULL || !atomic_load_explicit(&sim_any_sticky_error, memory_order_acquire))

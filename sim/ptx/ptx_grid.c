@@ -1,6 +1,6 @@
 /* Grids: the CTAs of every running launch are handed out to one
- * process-wide pool of worker threads (one per host CPU, started on the
- * first launch), so a kernel uses every core and concurrent kernels of
+ * process-wide pool of worker threads (one per host CPU besides the
+ * launching thread, started on the first launch), so a kernel uses every core and concurrent kernels of
  * different streams share them. The thread that launched the grid (a
  * stream's worker) runs CTAs too while it waits, so a grid always makes
  * progress even while the pool is busy with others. */
@@ -137,10 +137,30 @@ static void *pool_worker(void *argument)
     return NULL;
 }
 
+/* GPUSIM_KERNEL_THREADS=N: host threads that run a grid's CTAs, the
+ * launching stream worker included (1..256; default: one per online CPU),
+ * so the pool holds N - 1. A bad value stops the process like every other
+ * GPUSIM_* variable. */
+static unsigned pool_size_from_environment(void)
+{
+    const char *text = getenv("GPUSIM_KERNEL_THREADS");
+    if (text == NULL || *text == '\0') {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        return cpus < 1 ? 1 : cpus > 256 ? 256 : (unsigned)cpus;
+    }
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (*end != '\0' || value < 1 || value > 256) {
+        fprintf(stderr, "gpusim: GPUSIM_KERNEL_THREADS: bad value '%s' (expected a number of threads, 1..256)\n",
+                text);
+        exit(2);
+    }
+    return (unsigned)value;
+}
+
 static void start_pool(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    pool_size = cpus < 1 ? 1 : cpus > 256 ? 256 : (unsigned)cpus;
+    pool_size = pool_size_from_environment() - 1;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
