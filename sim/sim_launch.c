@@ -55,15 +55,27 @@ CUresult sim_sticky_error_or(struct sim_context *context, CUresult result)
 /* Kernels may touch device memory of any kind, pinned host memory (mapped
  * into the device's address space on every 64-bit platform) and mapped VMM
  * ranges with access granted. */
-static bool kernel_may_access(uintptr_t address, size_t size)
+static bool kernel_may_access(uintptr_t address, size_t size, uintptr_t *extent_start, uintptr_t *extent_end)
 {
     sim_lock();
     struct sim_range *range = sim_range_find(address);
     bool accessible = false;
-    if (range != NULL && range->kind == SIM_RANGE_RESERVATION)
-        accessible = sim_vmm_is_accessible(address, size, NULL);
-    else if (range != NULL && range->kind != SIM_RANGE_CAPTURED)
+    if (range != NULL && range->kind == SIM_RANGE_RESERVATION) {
+        uintptr_t base;
+        size_t mapped;
+        accessible = sim_vmm_is_accessible(address, size, NULL) &&
+                     sim_vmm_mapping_range(range, address, &base, &mapped) == CUDA_SUCCESS;
+        if (accessible) {
+            /* Access is granted per mapping, but only this access was
+             * checked: remember just its extent. */
+            *extent_start = address;
+            *extent_end = address + size;
+        }
+    } else if (range != NULL && range->kind != SIM_RANGE_CAPTURED) {
         accessible = size <= range->size - (address - range->base);
+        *extent_start = range->base;
+        *extent_end = range->base + range->size;
+    }
     sim_unlock();
     return accessible;
 }

@@ -85,8 +85,12 @@ enum ptx_status {
 };
 
 /* Says whether [address, address + size) is memory a kernel may touch
- * outside its own shared and local memory. Called from worker threads. */
-typedef bool (*ptx_address_checker)(uintptr_t address, size_t size);
+ * outside its own shared and local memory and, when it is, stores the whole
+ * accessible extent around it (the allocation or mapping), which the
+ * interpreter then checks later accesses against without asking again.
+ * Called from worker threads. */
+typedef bool (*ptx_address_checker)(uintptr_t address, size_t size, uintptr_t *extent_start,
+                                    uintptr_t *extent_end);
 
 /* Sees one global (or constant, or generic-to-global) access of a thread:
  * the hook a race detector can attach to. Called from worker threads. */
@@ -105,8 +109,6 @@ struct ptx_launch {
     /* Out: the first failure, with one line describing it. */
     enum ptx_status status;
     char message[320];
-    /* Private to the interpreter. */
-    unsigned long long generation;
 };
 
 /* Runs a whole grid and returns when every CTA is done or one failed (the

@@ -32,8 +32,5 @@ void ptx_cta_memory_release(struct ptx_cta_memory *memory);
 void ptx_grid_report(struct ptx_launch *launch, enum ptx_status status, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* True when a kernel may access [address, address + size) outside its own
- * shared and local memory; remembers accessible pages per thread. */
-bool ptx_global_accessible(struct ptx_launch *launch, uintptr_t address, size_t size);
 
 #endif

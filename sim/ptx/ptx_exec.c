@@ -63,6 +63,12 @@ struct cta {
     unsigned expected[MAX_BARRIERS]; /* 0: every live thread */
     enum ptx_status status;
     unsigned long long instructions;
+    /* Global extents found accessible, most recent first in no particular
+     * order: kernels touch few buffers, so most checks end here. */
+    struct {
+        uintptr_t start, end;
+    } extents[4];
+    unsigned next_extent;
 };
 
 atomic_ullong ptx_executed_thread_instructions;
@@ -273,6 +279,32 @@ static inline bool predicate_of(const struct ptx_operand *operand, const uint64_
 
 /* ---- memory ------------------------------------------------------------- */
 
+static bool global_accessible_slow(struct cta *cta, uintptr_t address, size_t size)
+{
+    uintptr_t start, end;
+    if (address + size < address || !cta->launch->is_accessible(address, size, &start, &end))
+        return false;
+    cta->extents[cta->next_extent].start = start;
+    cta->extents[cta->next_extent].end = end;
+    cta->next_extent = (cta->next_extent + 1) % 4;
+    return true;
+}
+
+static inline bool global_accessible(struct cta *cta, uintptr_t address, size_t size)
+{
+    for (unsigned i = 0; i < 4; i++)
+        if (address >= cta->extents[i].start && address + size <= cta->extents[i].end)
+            return true;
+    return global_accessible_slow(cta, address, size);
+}
+
+static inline unsigned popcount32(uint32_t value)
+{
+    value = value - ((value >> 1) & 0x55555555u);
+    value = (value & 0x33333333u) + ((value >> 2) & 0x33333333u);
+    return (((value + (value >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
 /* A host pointer for an access of `size` bytes at the address operand in
  * `lane`, after checking it lies inside memory the thread may touch; NULL
  * (and the CTA faults) otherwise. */
@@ -319,7 +351,7 @@ static unsigned char *resolve_address(struct cta *cta, const struct warp *warp,
             return (unsigned char *)host;
         if (space == S_CONST && write)
             break;
-        if (!ptx_global_accessible(cta->launch, host, size))
+        if (!global_accessible(cta, host, size))
             break;
         /* Where the race detector can observe a kernel's global loads and
          * stores: every global, constant and generic-to-global access of
@@ -815,6 +847,29 @@ static uint64_t special_value(const struct cta *cta, const struct warp *warp, ui
     }
 }
 
+/* ---- fused multiply-add -------------------------------------------------- */
+
+/* fma.rn.f32 for every lane with the host's FMA instruction when it has one
+ * (one rounding, exactly PTX's result); fmaf() would be a library call per
+ * lane. */
+__attribute__((target("fma"))) static void fma_f32_with_instruction(uint32_t exec, uint64_t *d, const uint64_t *r,
+                                                                     const struct ptx_operand *o)
+{
+    LANES(exec)
+        d[l] = from_f32(__builtin_fmaf(as_f32(value_of(&o[1], r, l)), as_f32(value_of(&o[2], r, l)),
+                                       as_f32(value_of(&o[3], r, l))));
+}
+
+static bool host_has_fma(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("fma") ? 1 : 0;
+    }
+    return known == 1;
+}
+
 /* ---- the interpreter loop ----------------------------------------------- */
 
 /* Runs the warp for up to `budget` instructions or until it cannot go on. */
@@ -829,7 +884,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             break;
         if (warp->current_pc >= function->code_count) {
             /* Falling off the end of a kernel is an exit. */
-            cta->live_threads -= (unsigned)__builtin_popcount(warp->active);
+            cta->live_threads -= popcount32(warp->active);
             warp->exited |= warp->active;
             warp->active = 0;
             continue;
@@ -854,7 +909,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     selected |= 1u << l;
             exec = selected;
         }
-        executed += (unsigned)__builtin_popcount(exec);
+        executed += popcount32(exec);
         const struct ptx_operand *o = in->o;
         uint8_t type = in->type;
         unsigned bits = type_bits(type);
@@ -899,7 +954,51 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             bool store = in->op == OP_ST;
             const struct ptx_operand *address = store ? &o[0] : &o[1];
             const struct ptx_operand *data = store ? &o[1] : &o[0];
-            LANES(exec) {
+            uint32_t remaining = exec;
+            /* Fast paths for the common scalar 32- and 64-bit accesses to
+             * shared and global memory through a register: a lane that
+             * does not fit them (out of bounds, misaligned, another
+             * window) is left to the general path below, which faults or
+             * handles it. */
+            if (count == 1 && address->reg != PTX_NO_REGISTER && data->kind != K_VEC &&
+                (bits == 32 || bits == 64) && (in->space == S_SHARED || in->space == S_GLOBAL)) {
+                const uint64_t *base = REG(address->reg);
+                uint64_t offset = (uint64_t)address->imm;
+                bool shared = in->space == S_SHARED;
+                bool observed = cta->launch->observe_access != NULL;
+                LANES(exec) {
+                    uint64_t where = base[l] + offset;
+                    unsigned char *pointer;
+                    if ((where & (element - 1)) != 0)
+                        break;
+                    if (shared) {
+                        if (where + element > cta->shared_bytes)
+                            break;
+                        pointer = cta->shared + where;
+                    } else {
+                        if (observed || !global_accessible(cta, (uintptr_t)where, element))
+                            break;
+                        pointer = (unsigned char *)(uintptr_t)where;
+                    }
+                    if (bits == 32) {
+                        uint32_t word;
+                        if (store) {
+                            word = (uint32_t)value_of(data, r, l);
+                            memcpy(pointer, &word, 4);
+                        } else {
+                            memcpy(&word, pointer, 4);
+                            d[l] = type_signed(type) ? (uint64_t)(int64_t)(int32_t)word : word;
+                        }
+                    } else if (store) {
+                        uint64_t word = value_of(data, r, l);
+                        memcpy(pointer, &word, 8);
+                    } else {
+                        memcpy(&d[l], pointer, 8);
+                    }
+                    remaining &= remaining - 1;
+                }
+            }
+            LANES(remaining) {
                 unsigned char *pointer = resolve_address(cta, warp, in, in->space, address, l,
                                                          element * count, store);
                 if (pointer == NULL)
@@ -1033,6 +1132,19 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 ROUNDING_END();
             } else if (type_float(type)) {
                 goto unsupported;
+            } else if (in->op == OP_MUL && bits == 32 && in->mode == MUL_WIDE) {
+                /* Index arithmetic (mul.wide.s32/u32) is in almost every kernel. */
+                if (type_signed(type)) {
+                    LANES(exec)
+                        d[l] = (uint64_t)((int64_t)(int32_t)value_of(&o[1], r, l) *
+                                          (int64_t)(int32_t)value_of(&o[2], r, l));
+                } else {
+                    LANES(exec)
+                        d[l] = (uint64_t)(uint32_t)value_of(&o[1], r, l) * (uint32_t)value_of(&o[2], r, l);
+                }
+            } else if (in->op == OP_MUL && bits == 32 && in->mode == MUL_LO) {
+                LANES(exec)
+                    d[l] = (uint32_t)((uint32_t)value_of(&o[1], r, l) * (uint32_t)value_of(&o[2], r, l));
             } else {
                 bool divide_by_zero = false;
                 LANES(exec)
@@ -1115,6 +1227,10 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
         case OP_MAD:
             if (type == T_F32 || type == T_F64) {
                 goto fused;
+            } else if (bits == 32 && in->mode == MUL_LO && !(in->flags & (F_CC | F_CARRY_IN))) {
+                LANES(exec)
+                    d[l] = (uint32_t)((uint32_t)value_of(&o[1], r, l) * (uint32_t)value_of(&o[2], r, l) +
+                                      (uint32_t)value_of(&o[3], r, l));
             } else {
                 bool is_signed = type_signed(type);
                 LANES(exec) {
@@ -1150,7 +1266,10 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             break;
         case OP_FMA:
         fused:
-            if (type == T_F32) {
+            if (type == T_F32 && !(in->flags & (F_FTZ | F_SAT)) && !needs_rounding_mode(in->rounding) &&
+                host_has_fma()) {
+                fma_f32_with_instruction(exec, d, r, o);
+            } else if (type == T_F32) {
                 ROUNDING_BEGIN(in->rounding)
                 bool ftz = in->flags & F_FTZ, sat = in->flags & F_SAT;
                 LANES(exec) {
@@ -1594,7 +1713,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             LANES(mask & ~exec)
                 warp->pc[l] = next_pc;
             warp->exited |= exec;
-            cta->live_threads -= (unsigned)__builtin_popcount(exec);
+            cta->live_threads -= popcount32(exec);
             warp->active = 0;
             continue;
         }
@@ -1605,7 +1724,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             if (in->flags & F_HAS_COUNT)
                 cta->expected[id] = (unsigned)value_of(&o[1], r, __builtin_ctz(mask));
             uint32_t next_pc = warp->current_pc + 1;
-            cta->arrived[id] += (unsigned)__builtin_popcount(exec);
+            cta->arrived[id] += popcount32(exec);
             LANES(mask)
                 warp->pc[l] = next_pc;
             if (!(in->flags & F_BAR_ARRIVE)) {

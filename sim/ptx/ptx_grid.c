@@ -28,7 +28,6 @@ static pthread_cond_t job_finished = PTHREAD_COND_INITIALIZER;
 static struct grid_job *jobs; /* under pool_lock */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static unsigned pool_size;
-static atomic_ullong launch_generations;
 
 /* Report under the lock of the job's launch: the first failure wins. */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,41 +43,6 @@ void ptx_grid_report(struct ptx_launch *launch, enum ptx_status status, const ch
         va_end(arguments);
     }
     pthread_mutex_unlock(&report_lock);
-}
-
-/* ---- which global memory a kernel may touch ----------------------------- */
-
-#define PAGE_SHIFT 12
-#define PAGE_CACHE_SLOTS 256
-
-/* Pages found accessible during the current launch, per worker thread:
- * the driver's range lookup takes its global lock, which every access
- * would otherwise contend on. Cleared when a new launch starts, since the
- * program may have freed memory between launches. */
-static _Thread_local struct {
-    unsigned long long generation;
-    uintptr_t pages[PAGE_CACHE_SLOTS]; /* page number + 1; 0 = empty */
-} page_cache;
-
-bool ptx_global_accessible(struct ptx_launch *launch, uintptr_t address, size_t size)
-{
-    if (page_cache.generation != launch->generation) {
-        memset(page_cache.pages, 0, sizeof page_cache.pages);
-        page_cache.generation = launch->generation;
-    }
-    uintptr_t first = address >> PAGE_SHIFT, last = (address + size - 1) >> PAGE_SHIFT;
-    if (address + size < address)
-        return false;
-    if (first == last && page_cache.pages[first % PAGE_CACHE_SLOTS] == first + 1)
-        return true;
-    uintptr_t page_start = first << PAGE_SHIFT;
-    /* Check the whole page when the driver says it is accessible as a
-     * whole, so neighbouring accesses hit the cache. */
-    if (first == last && launch->is_accessible(page_start, (size_t)1 << PAGE_SHIFT)) {
-        page_cache.pages[first % PAGE_CACHE_SLOTS] = first + 1;
-        return true;
-    }
-    return launch->is_accessible(address, size);
 }
 
 /* ---- the pool ----------------------------------------------------------- */
@@ -182,7 +146,6 @@ enum ptx_status ptx_launch_run(struct ptx_launch *launch)
 {
     launch->status = PTX_OK;
     launch->message[0] = '\0';
-    launch->generation = atomic_fetch_add(&launch_generations, 1) + 1;
     unsigned long long total = (unsigned long long)launch->grid[0] * launch->grid[1] * launch->grid[2];
     if (total == 0)
         return PTX_OK;
