@@ -4,10 +4,24 @@
  * host memory: device memory is lazily committed host memory, VMM
  * reservations are PROT_NONE address space, physical allocations are sparse
  * memfds counted against the device capacity, and every stream is a worker
- * thread that runs copies, memsets, host functions and event records in
- * order. Kernels cannot run: cuLaunchKernel returns
- * CUDA_ERROR_NO_BINARY_FOR_GPU. CUDA arrays, modules, graphs beyond stream
- * capture, and entry points not listed by cuGetProcAddress are not
+ * thread that runs copies, memsets, host functions, event records and
+ * kernels in order. Kernels run in a PTX interpreter (sim/ptx/): modules
+ * and libraries load from PTX text, fat binaries (the PTX entry of the
+ * highest virtual architecture up to compute_90, zstd- or LZ4-compressed)
+ * or files; cuLaunchKernel/Ex/Cooperative check the configuration as the
+ * driver does and queue the grid on its stream, whose CTAs then run on a
+ * process-wide pool of host threads. Integer, bitwise, f32/f64 arithmetic
+ * with every rounding mode, conversions (f16/bf16 included), loads and
+ * stores in every state space, atomics, barriers, shuffles, votes, special
+ * registers and device printf run; a kernel using anything else (f16
+ * arithmetic, textures, tensor-core and async-copy instructions, calls to
+ * non-inlined device functions) fails its launch with
+ * CUDA_ERROR_NOT_SUPPORTED and one line on stderr naming the instruction.
+ * A faulting kernel (illegal or misaligned address, trap) leaves a sticky
+ * error in its context, as on a GPU. Binaries with SASS only (no PTX)
+ * cannot run: loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU and a line
+ * on stderr saying how to add PTX. CUDA arrays, textures, graphs beyond
+ * stream capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
  * A child forked after cuInit cannot use the driver (its threads and state
