@@ -127,7 +127,7 @@ static CUresult module_load(struct sim_context *context, const void *image, size
             return CUDA_ERROR_INVALID_IMAGE;
         }
         text = owned_text;
-    } else if (memcmp(image, "\177ELF", 4) == 0) {
+    } else if (fatbin_starts_with(image, "\177ELF", 4)) {
         fprintf(stderr, "gpusim: a cubin (SASS) cannot run on the simulator, which runs PTX only; load the "
                         "PTX or a fat binary built with -gencode arch=compute_90,code=compute_90\n");
         return CUDA_ERROR_NO_BINARY_FOR_GPU;

@@ -53,18 +53,33 @@ struct entry_header {
     uint64_t decompressed_size;
 };
 
+/* Compares byte by byte, so a PTX string shorter than a magic number is
+ * never read past its end. */
+bool fatbin_starts_with(const void *image, const void *prefix, size_t length)
+{
+    const unsigned char *bytes = image, *expected = prefix;
+    for (size_t i = 0; i < length; i++)
+        if (bytes[i] != expected[i])
+            return false;
+    return true;
+}
+
+static bool has_magic(const void *image, uint32_t magic)
+{
+    unsigned char bytes[4];
+    memcpy(bytes, &magic, 4); /* both magics are stored little-endian */
+    return fatbin_starts_with(image, bytes, 4);
+}
+
 static const struct container_header *container_of(const void *image)
 {
-    uint32_t magic;
-    memcpy(&magic, image, 4);
-    if (magic == WRAPPER_MAGIC) {
+    if (has_magic(image, WRAPPER_MAGIC)) {
         const struct wrapper *wrapper = image;
         if (wrapper->data == NULL)
             return NULL;
-        memcpy(&magic, wrapper->data, 4);
-        return magic == CONTAINER_MAGIC ? wrapper->data : NULL;
+        return has_magic(wrapper->data, CONTAINER_MAGIC) ? wrapper->data : NULL;
     }
-    return magic == CONTAINER_MAGIC ? image : NULL;
+    return has_magic(image, CONTAINER_MAGIC) ? image : NULL;
 }
 
 bool fatbin_is_fatbin(const void *image)

@@ -16,6 +16,10 @@ enum fatbin_result {
     FATBIN_CORRUPT,    /* a fat binary whose entries cannot be read */
 };
 
+/* True when `image` starts with the `length` bytes of `prefix`; reads no
+ * byte of `image` after the first that differs. */
+bool fatbin_starts_with(const void *image, const void *prefix, size_t length);
+
 /* True when `image` starts like a fat binary container or its wrapper. */
 bool fatbin_is_fatbin(const void *image);
 

@@ -1197,7 +1197,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     else if (type == T_F64) result = a & 0x7fffffffffffffffull;
                     else {
                         int64_t x = sign_extend(a, bits);
-                        result = (uint64_t)(x < 0 ? -x : x) & mask_bits;
+                        result = (x < 0 ? 0 - (uint64_t)x : (uint64_t)x) & mask_bits;
                     }
                     break;
                 case OP_POPC: result = (unsigned)__builtin_popcountll(a & mask_bits); break;
@@ -1309,7 +1309,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 uint64_t difference;
                 if (type_signed(type)) {
                     int64_t x = sign_extend(a, bits), y = sign_extend(b, bits);
-                    difference = (uint64_t)(x > y ? x - y : y - x);
+                    difference = x > y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x;
                 } else {
                     a &= mask_bits;
                     b &= mask_bits;

@@ -139,9 +139,6 @@ static void start_pool(void)
     pool_size = started;
 }
 
-/* The launching thread keeps its buffers from one grid to the next. */
-static _Thread_local struct ptx_cta_memory launcher_memory;
-
 enum ptx_status ptx_launch_run(struct ptx_launch *launch)
 {
     launch->status = PTX_OK;
@@ -156,7 +153,10 @@ enum ptx_status ptx_launch_run(struct ptx_launch *launch)
     jobs = &job;
     if (total > 1)
         pthread_cond_broadcast(&work_available);
-    /* Help with this grid until every CTA has been handed out. */
+    /* Help with this grid until every CTA has been handed out. The
+     * launcher's buffers last one grid: stream workers come and go, and
+     * thread-local buffers would outlive nothing but leak. */
+    struct ptx_cta_memory launcher_memory = {0};
     while (job.next < job.total) {
         unsigned long long index = job.next++;
         pthread_mutex_unlock(&pool_lock);
@@ -170,5 +170,6 @@ enum ptx_status ptx_launch_run(struct ptx_launch *launch)
         link = &(*link)->next_job;
     *link = job.next_job;
     pthread_mutex_unlock(&pool_lock);
+    ptx_cta_memory_release(&launcher_memory);
     return launch->status;
 }
