@@ -87,6 +87,7 @@ static CUresult status_error(enum ptx_status status)
     case PTX_ILLEGAL_ADDRESS: return CUDA_ERROR_ILLEGAL_ADDRESS;
     case PTX_MISALIGNED: return CUDA_ERROR_MISALIGNED_ADDRESS;
     case PTX_TRAP: return CUDA_ERROR_LAUNCH_FAILED;
+    case PTX_ASSERT: return CUDA_ERROR_ASSERT;
     case PTX_OUT_OF_MEMORY: return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     case PTX_UNSUPPORTED: case PTX_DEADLOCK: break;
     }

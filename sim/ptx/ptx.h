@@ -79,6 +79,7 @@ enum ptx_status {
     PTX_ILLEGAL_ADDRESS, /* a load, store or atomic outside accessible memory */
     PTX_MISALIGNED,      /* an access not aligned to its size */
     PTX_TRAP,            /* trap or brkpt */
+    PTX_ASSERT,          /* a failed device assert() (__assertfail) */
     PTX_UNSUPPORTED,     /* an instruction form the interpreter decoded but cannot run */
     PTX_DEADLOCK,        /* every live thread waits at a barrier that cannot complete */
     PTX_OUT_OF_MEMORY,   /* the host could not hold the CTA state */

@@ -345,6 +345,10 @@ static unsigned char *resolve_address(struct cta *cta, const struct warp *warp,
          * memory (cvta made it from a state-space address). */
         if (host >= (uintptr_t)cta->shared && host + size <= (uintptr_t)cta->shared + cta->shared_bytes)
             return (unsigned char *)host;
+        /* cvta.param made it from a kernel parameter: read-only. */
+        uintptr_t params = (uintptr_t)cta->launch->params;
+        if (!write && host >= params && host + size <= params + cta->function->param_bytes)
+            return (unsigned char *)host;
         uintptr_t local_start = (uintptr_t)cta->local;
         uintptr_t local_end = local_start + (size_t)cta->thread_count * cta->local_bytes;
         if (host >= local_start && host + size <= local_end && cta->local_bytes > 0)
@@ -1028,6 +1032,8 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             uintptr_t base = 0;
             if (in->space == S_SHARED)
                 base = (uintptr_t)cta->shared;
+            else if (in->space == S_PARAM)
+                base = (uintptr_t)cta->launch->params;
             bool is_local = in->space == S_LOCAL;
             bool is_to = in->op == OP_CVTA_TO;
             LANES(exec) {
@@ -1662,6 +1668,29 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     memcpy(area + o[2].imm, &result, 4);
                 }
             }
+            break;
+        case OP_CALL_ASSERT:
+            /* __assertfail(message, file, line, function, char size): the
+             * device runtime's report, then the kernel stops. */
+            LANES(exec) {
+                unsigned thread = warp->index * PTX_WARP_SIZE + l;
+                unsigned char *area = cta->call_params + (size_t)thread * function->call_param_bytes;
+                uint64_t message, file, function_name;
+                uint32_t source_line;
+                memcpy(&message, area + o[0].imm, 8);
+                memcpy(&file, area + o[1].imm, 8);
+                memcpy(&source_line, area + o[2].imm, 4);
+                memcpy(&function_name, area + o[3].imm, 8);
+                const struct ptx_launch *launch = cta->launch;
+                unsigned bx = launch->block[0], by = launch->block[1];
+                fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+                        file ? (const char *)(uintptr_t)file : "?", source_line,
+                        function_name ? (const char *)(uintptr_t)function_name : "?", cta->ctaid[0], cta->ctaid[1],
+                        cta->ctaid[2], thread % bx, (thread / bx) % by, thread / (bx * by),
+                        message ? (const char *)(uintptr_t)message : "?");
+            }
+            if (exec != 0)
+                fault(cta, PTX_ASSERT, in, "device-side assertion failed");
             break;
         case OP_TRAP:
             if (exec != 0) {

@@ -1290,24 +1290,41 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
     uint8_t space = instruction->space;
 
     if (op == OP_CALL_VPRINTF) {
-        /* call.uni (retval0), vprintf, (param0, param1); — or without a
-         * return value. Only the CUDA runtime's vprintf can be called:
-         * user device functions are inlined by nvcc, and the simulator does
-         * not link separately compiled ones. */
-        unsigned name_index = raw_count >= 4 ? 1 : 0;
-        if (raw_count < 3 || raw[name_index].kind != RAW_WORD ||
-            raw[name_index].length != 7 || memcmp(raw[name_index].text, "vprintf", 7) != 0) {
-            decode_error(builder, line, "unsupported call (only vprintf can be called): '%.*s %.*s'",
+        /* call[.uni] [(ret),] name, (arguments): the callee is the first
+         * operand that is not one of the call's .param variables. Only the
+         * CUDA runtime's device functions can be called, vprintf (printf)
+         * and __assertfail (assert): nvcc inlines user device functions,
+         * and the simulator does not link separately compiled ones. */
+        unsigned name_index = 0;
+        while (name_index < raw_count && raw[name_index].kind == RAW_WORD) {
+            struct map_entry *entry = map_find(&builder->locals, raw[name_index].text, raw[name_index].length);
+            if (entry == NULL || entry->extra != S_CALL_PARAM)
+                break;
+            name_index++;
+        }
+        bool is_vprintf = name_index < raw_count && raw[name_index].length == 7 &&
+                          memcmp(raw[name_index].text, "vprintf", 7) == 0;
+        bool is_assert = name_index < raw_count && raw[name_index].length == 12 &&
+                         memcmp(raw[name_index].text, "__assertfail", 12) == 0;
+        unsigned arguments = raw_count - name_index - 1;
+        if (!(is_vprintf && arguments == 2 && name_index <= 1) && !(is_assert && arguments == 5 && name_index == 0)) {
+            decode_error(builder, line, "unsupported call (only vprintf and __assertfail can be called): '%.*s %.*s'",
                          (int)opcode_length, opcode_text,
-                         raw_count > name_index ? (int)raw[name_index].length : 0,
-                         raw_count > name_index ? raw[name_index].text : "");
+                         name_index < raw_count ? (int)raw[name_index].length : 0,
+                         name_index < raw_count ? raw[name_index].text : "");
             instruction->op = OP_TRAP;
             return;
         }
-        unsigned argument_base = name_index + 1;
-        const struct raw_operand *slots[3] = {&raw[argument_base], &raw[argument_base + 1],
-                                              name_index ? &raw[0] : NULL};
-        for (unsigned i = 0; i < 3; i++) {
+        instruction->op = is_assert ? OP_CALL_ASSERT : OP_CALL_VPRINTF;
+        /* Operands: each argument's offset in the call scratch, then (for
+         * vprintf) the return value's, K_NONE when there is none. */
+        const struct raw_operand *slots[6] = {0};
+        unsigned slot_count = 0;
+        for (unsigned i = name_index + 1; i < raw_count; i++)
+            slots[slot_count++] = &raw[i];
+        if (is_vprintf)
+            slots[slot_count++] = name_index == 1 ? &raw[0] : NULL;
+        for (unsigned i = 0; i < slot_count; i++) {
             instruction->o[i].kind = K_NONE;
             if (slots[i] == NULL)
                 continue;
@@ -1321,7 +1338,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             instruction->o[i].kind = K_IMM;
             instruction->o[i].imm = entry->value;
         }
-        instruction->operand_count = 3;
+        instruction->operand_count = (uint8_t)slot_count;
         return;
     }
 
@@ -1398,6 +1415,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
     if (op == OP_BAR && instruction->operand_count >= 2)
         instruction->flags |= F_HAS_COUNT;
     bool writes_first = instruction->op != OP_ST && instruction->op != OP_RED &&
+                        instruction->op != OP_CALL_ASSERT && instruction->op != OP_CALL_VPRINTF &&
                         instruction->op != OP_RET && instruction->op != OP_EXIT &&
                         instruction->op != OP_BAR && instruction->op != OP_BAR_WARP &&
                         instruction->op != OP_NOP && instruction->op != OP_TRAP;

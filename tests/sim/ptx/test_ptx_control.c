@@ -337,3 +337,66 @@ Test(ptx_control, device_printf_formats_each_thread, .init = cr_redirect_stdout)
     fflush(stdout);
     cr_expect_stdout_eq_str("thread 0:  0.00 ok abcdef\nthread 1:  1.00 ok abcdef\n");
 }
+
+/* assert() in device code: nvcc calls __assertfail, which reports the
+ * failing thread on stderr and stops the kernel with a sticky
+ * CUDA_ERROR_ASSERT. */
+static const char assert_ptx[] = PTX_HEADER
+    ".extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, .param .b64 d, .param .b64 e);\n"
+    ".global .align 1 .b8 $message[6] = {120, 32, 62, 32, 48, 0};\n"
+    ".global .align 1 .b8 $file[5] = {107, 46, 99, 117, 0};\n"
+    ".global .align 1 .b8 $function[2] = {107, 0};\n"
+    ".visible .entry checked(.param .u32 x)\n{\n"
+    ".reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p<2>;\n"
+    "ld.param.u32 %r1, [x]; mov.u32 %r2, %tid.x; setp.ne.s32 %p1, %r2, 3; @%p1 bra $ok;\n"
+    "setp.gt.s32 %p1, %r1, 0; @%p1 bra $ok;\n"
+    "cvta.global.u64 %rd1, $message; cvta.global.u64 %rd2, $file; cvta.global.u64 %rd3, $function;\n"
+    "{ // callseq 0, 0\n.reg .b32 temp_param_reg;\n"
+    ".param .b64 param0;\nst.param.b64 [param0+0], %rd1;\n.param .b64 param1;\nst.param.b64 [param1+0], %rd2;\n"
+    ".param .b32 param2;\nst.param.b32 [param2+0], 42;\n.param .b64 param3;\nst.param.b64 [param3+0], %rd3;\n"
+    ".param .b64 param4;\nst.param.b64 [param4+0], 1;\n"
+    "call.uni \n__assertfail, \n(\nparam0, \nparam1, \nparam2, \nparam3, \nparam4\n);\n} // callseq 0\n"
+    "$ok:\nret;\n}\n";
+
+Test(ptx_control, a_failed_device_assert_reports_and_is_sticky, .init = cr_redirect_stderr)
+{
+    start_device(0);
+    CUmodule module = load_ptx(assert_ptx);
+    CUfunction function = kernel_of(module, "checked");
+    int x = 1;
+    void *params[] = {&x};
+    EXPECT_OK(cuLaunchKernel(function, 1, 1, 1, 8, 1, 1, 0, NULL, params, NULL));
+    EXPECT_OK(cuCtxSynchronize());
+    x = 0;
+    EXPECT_OK(cuLaunchKernel(function, 2, 1, 1, 8, 1, 1, 0, NULL, params, NULL));
+    EXPECT_RESULT(cuCtxSynchronize(), CUDA_ERROR_ASSERT);
+    fflush(stderr);
+    char text[2048] = {0};
+    fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+    cr_expect(strstr(text, "k.cu:42: k: block: [0,0,0], thread: [3,0,0] Assertion `x > 0` failed.") != NULL, "%s",
+              text);
+}
+
+/* A by-value struct indexed at run time: nvcc takes the parameter's
+ * address with cvta.param and reads it through a generic pointer. */
+static const char param_address_ptx[] = PTX_HEADER
+    ".visible .entry pick(.param .align 4 .b8 table[16], .param .u32 index, .param .u64 out)\n{\n"
+    ".reg .b32 %r<4>; .reg .b64 %rd<8>;\n"
+    "mov.b64 %rd1, table; cvta.param.u64 %rd2, %rd1;\n"
+    "ld.param.u32 %r1, [index]; mul.wide.u32 %rd3, %r1, 4; add.s64 %rd4, %rd2, %rd3; ld.u32 %r2, [%rd4];\n"
+    "ld.param.u64 %rd5, [out]; st.global.u32 [%rd5], %r2;\nret;\n}\n";
+
+Test(ptx_control, parameters_read_through_generic_addresses)
+{
+    start_device(0);
+    CUmodule module = load_ptx(param_address_ptx);
+    CUfunction function = kernel_of(module, "pick");
+    uint32_t table[4] = {11, 22, 33, 44}, index = 2;
+    CUdeviceptr out;
+    EXPECT_OK(cuMemAlloc(&out, 4));
+    void *params[] = {table, &index, &out};
+    EXPECT_OK(cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    uint32_t value = 0;
+    EXPECT_OK(cuMemcpyDtoH(&value, out, 4));
+    cr_expect_eq(value, 33);
+}
