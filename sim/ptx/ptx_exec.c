@@ -61,6 +61,11 @@ struct cta {
     struct warp *warps;
     unsigned arrived[MAX_BARRIERS];
     unsigned expected[MAX_BARRIERS]; /* 0: every live thread */
+    /* bar.red: arrived threads whose predicate held, and where the result
+     * goes (the destination slot of the reducing instruction). */
+    unsigned true_count[MAX_BARRIERS];
+    uint8_t reduction[MAX_BARRIERS];
+    uint32_t result_slot[MAX_BARRIERS];
     enum ptx_status status;
     unsigned long long instructions;
     /* Global extents found accessible, most recent first in no particular
@@ -464,8 +469,15 @@ static void release_barriers(struct cta *cta, bool *released)
         unsigned expected = cta->expected[id] ? cta->expected[id] : cta->live_threads;
         if (cta->arrived[id] < expected)
             continue;
+        unsigned arrived = cta->arrived[id], true_count = cta->true_count[id];
+        uint8_t reduction = cta->reduction[id];
+        uint64_t result = reduction == BAR_RED_POPC  ? true_count
+                          : reduction == BAR_RED_AND ? true_count == arrived
+                                                     : true_count != 0;
         cta->arrived[id] = 0;
         cta->expected[id] = 0;
+        cta->true_count[id] = 0;
+        cta->reduction[id] = BAR_PLAIN;
         for (unsigned w = 0; w < cta->warp_count; w++) {
             struct warp *warp = &cta->warps[w];
             uint32_t waking = 0;
@@ -474,6 +486,11 @@ static void release_barriers(struct cta *cta, bool *released)
                     waking |= 1u << l;
             if (waking == 0)
                 continue;
+            if (reduction != BAR_PLAIN) {
+                uint64_t *destination = warp->r + (size_t)cta->result_slot[id] * PTX_WARP_SIZE;
+                LANES(waking)
+                    destination[l] = result;
+            }
             if (warp->active != 0)
                 settle(warp, 0, 0);
             warp->blocked &= ~waking;
@@ -1747,11 +1764,22 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             continue;
         }
         case OP_BAR: {
-            unsigned id = (unsigned)value_of(&o[0], r, __builtin_ctz(mask)) & (MAX_BARRIERS - 1);
+            /* bar.sync a[, b]; bar.red.op d, a[, b], {!}c reduces c over the
+             * arriving threads and gives every one of them the result. */
+            bool reducing = in->mode != BAR_PLAIN;
+            const struct ptx_operand *barrier = reducing ? &o[1] : &o[0];
+            unsigned id = (unsigned)value_of(barrier, r, __builtin_ctz(mask)) & (MAX_BARRIERS - 1);
             if (in->operand_count == 0)
                 id = 0;
             if (in->flags & F_HAS_COUNT)
-                cta->expected[id] = (unsigned)value_of(&o[1], r, __builtin_ctz(mask));
+                cta->expected[id] = (unsigned)value_of(barrier + 1, r, __builtin_ctz(mask));
+            if (reducing) {
+                const struct ptx_operand *predicate = &o[in->operand_count - 1];
+                LANES(exec)
+                    cta->true_count[id] += predicate_of(predicate, r, l);
+                cta->reduction[id] = in->mode;
+                cta->result_slot[id] = o[0].reg;
+            }
             uint32_t next_pc = warp->current_pc + 1;
             cta->arrived[id] += popcount32(exec);
             LANES(mask)

@@ -1260,6 +1260,10 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
                 continue;
             if (strcmp(modifier, "warp") == 0) { instruction->op = OP_BAR_WARP; continue; }
             if (strcmp(modifier, "arrive") == 0) { instruction->flags |= F_BAR_ARRIVE; continue; }
+            if (strcmp(modifier, "red") == 0) continue;
+            if (strcmp(modifier, "popc") == 0) { instruction->mode = BAR_RED_POPC; continue; }
+            if (strcmp(modifier, "and") == 0) { instruction->mode = BAR_RED_AND; continue; }
+            if (strcmp(modifier, "or") == 0) { instruction->mode = BAR_RED_OR; continue; }
         }
         if (op == OP_DIV && strcmp(modifier, "full") == 0)
             continue;
@@ -1412,12 +1416,15 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
     }
     instruction->space = space;
     instruction->operand_count = (uint8_t)out;
-    if (op == OP_BAR && instruction->operand_count >= 2)
+    /* bar[.red] [d,] a[, b][, {!}c]: the count b is there when the plain
+     * form has two operands or the reducing form four. */
+    if (op == OP_BAR && instruction->operand_count >= (instruction->mode != BAR_PLAIN ? 4 : 2))
         instruction->flags |= F_HAS_COUNT;
     bool writes_first = instruction->op != OP_ST && instruction->op != OP_RED &&
+                        !(instruction->op == OP_BAR && instruction->mode == BAR_PLAIN) &&
                         instruction->op != OP_CALL_ASSERT && instruction->op != OP_CALL_VPRINTF &&
                         instruction->op != OP_RET && instruction->op != OP_EXIT &&
-                        instruction->op != OP_BAR && instruction->op != OP_BAR_WARP &&
+                        instruction->op != OP_BAR_WARP &&
                         instruction->op != OP_NOP && instruction->op != OP_TRAP;
     if (writes_first && (out == 0 || (instruction->o[0].kind != K_REG && instruction->o[0].kind != K_VEC)))
         decode_error(builder, line, "'%.*s' needs a register destination", (int)opcode_length, opcode_text);

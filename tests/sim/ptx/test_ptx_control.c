@@ -400,3 +400,28 @@ Test(ptx_control, parameters_read_through_generic_addresses)
     EXPECT_OK(cuMemcpyDtoH(&value, out, 4));
     cr_expect_eq(value, 33);
 }
+
+/* __syncthreads_count/_and/_or: bar.red reduces a predicate over the CTA. */
+static const char barrier_reduction_ptx[] = PTX_HEADER
+    ".visible .entry reduce(.param .u64 out)\n{\n"
+    ".reg .b32 %r<12>; .reg .b64 %rd<8>; .reg .pred %p<6>;\n"
+    "mov.u32 %r1, %tid.x; rem.u32 %r2, %r1, 3; setp.eq.s32 %p1, %r2, 0;\n"
+    "bar.red.popc.u32 %r3, 0, %p1;\n"
+    "setp.lt.u32 %p2, %r1, 1000; bar.red.and.pred %p3, 0, %p2;\n"
+    "setp.eq.u32 %p4, %r1, 5; bar.red.or.pred %p5, 1, !%p4;\n"
+    "selp.u32 %r4, 10, 0, %p3; selp.u32 %r5, 1, 0, %p5; mad.lo.s32 %r6, %r3, 100, %r4; add.s32 %r6, %r6, %r5;\n"
+    "ld.param.u64 %rd1, [out]; mul.wide.u32 %rd2, %r1, 4; add.s64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r6;\n"
+    "ret;\n}\n";
+
+Test(ptx_control, barrier_reductions_count_and_combine_predicates)
+{
+    start_device(0);
+    enum { THREADS = 300 };
+    CUdeviceptr out;
+    EXPECT_OK(cuMemAlloc(&out, THREADS * 4));
+    run_1d(barrier_reduction_ptx, "reduce", 2, THREADS, out);
+    uint32_t r[THREADS];
+    EXPECT_OK(cuMemcpyDtoH(r, out, sizeof r));
+    for (unsigned t = 0; t < THREADS; t++)
+        cr_expect_eq(r[t], 100 * 100 + 10 + 1, "thread %u: %u", t, r[t]);
+}
