@@ -42,6 +42,14 @@ struct warp {
     unsigned index;
     unsigned backward_branches; /* taken while other lanes waited */
     bool forced; /* running a group other than the lowest-pc one */
+    /* Device-function calls: per lane, the return pc and call site of each
+     * active call; lanes_in_calls counts lanes with depth > 0. */
+    uint8_t depth[PTX_WARP_SIZE];
+    struct {
+        uint32_t return_pc;
+        uint32_t site;
+    } frames[PTX_WARP_SIZE][PTX_MAX_CALL_DEPTH];
+    unsigned lanes_in_calls;
 };
 
 struct cta {
@@ -424,6 +432,38 @@ static bool schedule(struct warp *warp)
     return schedule_above(warp, UINT32_MAX);
 }
 
+/* A lane's position for scheduling while some lanes are inside device
+ * functions: its call sites from the outermost, then its pc, compared
+ * lexicographically, so lanes inside a call run before the lanes waiting
+ * after it and all meet again at the return. */
+static uint64_t call_position(const struct warp *warp, unsigned lane)
+{
+    uint64_t position = 0;
+    unsigned level = 0;
+    for (; level < warp->depth[lane]; level++)
+        position |= (uint64_t)(warp->frames[lane][level].return_pc) << (48 - 16 * level);
+    return position | (uint64_t)(warp->pc[lane] + 1) << (48 - 16 * level);
+}
+
+static bool schedule_in_calls(struct warp *warp, uint32_t runnable)
+{
+    uint64_t lowest = UINT64_MAX;
+    LANES(runnable) {
+        uint64_t position = call_position(warp, l);
+        if (position < lowest)
+            lowest = position;
+    }
+    uint32_t active = 0;
+    LANES(runnable)
+        if (call_position(warp, l) == lowest)
+            active |= 1u << l;
+    warp->active = active;
+    warp->current_pc = warp->pc[__builtin_ctz(active)];
+    /* Choose again after every instruction while calls are active. */
+    warp->other_min = 0;
+    return true;
+}
+
 static bool schedule_above(struct warp *warp, uint32_t floor)
 {
     uint32_t runnable = warp->exists & ~warp->exited & ~warp->blocked;
@@ -434,6 +474,8 @@ static bool schedule_above(struct warp *warp, uint32_t floor)
     }
     if (runnable == 0)
         return false;
+    if (warp->lanes_in_calls > 0)
+        return schedule_in_calls(warp, runnable);
     uint32_t lowest = UINT32_MAX;
     LANES(runnable)
         if (warp->pc[l] < lowest && (floor == UINT32_MAX || warp->pc[l] > floor))
@@ -1239,6 +1281,8 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     if (type_signed(type) && sign_extend(value, bits) < 0)
                         value = ~value & mask_bits;
                     result = value == 0 ? 0xffffffffu : 63u - (unsigned)__builtin_clzll(value);
+                    if (in->mode == 1 && value != 0)
+                        result = bits - 1 - result;
                     break;
                 }
                 }
@@ -1666,6 +1710,36 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             }
             break;
         }
+        case OP_REDUX: {
+            /* redux.sync.op d, a, membermask: one value for the warp. */
+            bool is_signed = type_signed(type);
+            uint32_t members = exec;
+            if (exec != 0)
+                members &= (uint32_t)value_of(&o[2], r, __builtin_ctz(exec));
+            uint32_t total = in->mode == ATOM_AND ? 0xffffffffu : 0;
+            bool first = true;
+            LANES(members) {
+                uint32_t value = (uint32_t)value_of(&o[1], r, l);
+                switch (in->mode) {
+                case ATOM_ADD: total += value; break;
+                case ATOM_AND: total &= value; break;
+                case ATOM_OR: total |= value; break;
+                case ATOM_XOR: total ^= value; break;
+                case ATOM_MIN:
+                    if (first || (is_signed ? (int32_t)value < (int32_t)total : value < total))
+                        total = value;
+                    break;
+                case ATOM_MAX:
+                    if (first || (is_signed ? (int32_t)value > (int32_t)total : value > total))
+                        total = value;
+                    break;
+                default: goto unsupported;
+                }
+                first = false;
+            }
+            LANES(exec) d[l] = total;
+            break;
+        }
         case OP_ACTIVEMASK:
             LANES(exec) d[l] = mask;
             break;
@@ -1724,7 +1798,9 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
              * (a spin lock held by a waiting lane) would starve them: after
              * SPIN_LIMIT such branches the next group runs for a while, the
              * forward progress Volta's independent thread scheduling gives. */
-            if (in->target <= warp->current_pc && ++warp->backward_branches > SPIN_LIMIT &&
+            if (warp->lanes_in_calls > 0) {
+                /* Scheduling picks again after every instruction here. */
+            } else if (in->target <= warp->current_pc && ++warp->backward_branches > SPIN_LIMIT &&
                 warp->other_min == UINT32_MAX) {
                 /* The whole warp loops: perhaps waiting for another warp,
                  * which gets its turn sooner if this one yields now. */
@@ -1754,10 +1830,64 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             warp->active = 0;
             continue;
         }
+        case OP_CALL_FUNCTION: {
+            const struct ptx_call_site *site = &function->call_sites[in->target];
+            uint32_t next_pc = warp->current_pc + 1;
+            LANES(mask) {
+                if (!((exec >> l) & 1)) {
+                    warp->pc[l] = next_pc;
+                    continue;
+                }
+                if (warp->depth[l] == PTX_MAX_CALL_DEPTH) {
+                    fault(cta, PTX_UNSUPPORTED, in, "device functions nested deeper than %d calls",
+                          PTX_MAX_CALL_DEPTH);
+                    break;
+                }
+                unsigned char *area = cta->call_params +
+                                      (size_t)(warp->index * PTX_WARP_SIZE + l) * function->call_param_bytes;
+                for (unsigned a = 0; a < site->argument_count; a++)
+                    memmove(area + site->to[a], area + site->from[a], site->size[a]);
+                if (warp->depth[l] == 0)
+                    warp->lanes_in_calls++;
+                warp->frames[l][warp->depth[l]].return_pc = next_pc;
+                warp->frames[l][warp->depth[l]].site = in->target;
+                warp->depth[l]++;
+                warp->pc[l] = site->entry;
+            }
+            warp->active = 0;
+            continue;
+        }
         case OP_RET: case OP_EXIT: {
             uint32_t next_pc = warp->current_pc + 1;
             LANES(mask & ~exec)
                 warp->pc[l] = next_pc;
+            if (in->op == OP_RET && warp->lanes_in_calls > 0) {
+                /* A return from a device function: back to the call site
+                 * with the return value; only outermost returns exit. */
+                uint32_t returning = 0;
+                LANES(exec) {
+                    if (warp->depth[l] == 0)
+                        continue;
+                    returning |= 1u << l;
+                    unsigned level = --warp->depth[l];
+                    const struct ptx_call_site *site = &function->call_sites[warp->frames[l][level].site];
+                    if (site->has_return) {
+                        unsigned char *area = cta->call_params +
+                                              (size_t)(warp->index * PTX_WARP_SIZE + l) * function->call_param_bytes;
+                        memmove(area + site->return_to, area + site->return_from, site->return_size);
+                    }
+                    warp->pc[l] = warp->frames[l][level].return_pc;
+                    if (level == 0)
+                        warp->lanes_in_calls--;
+                }
+                exec &= ~returning;
+            }
+            LANES(exec) {
+                if (warp->depth[l] > 0) {
+                    warp->depth[l] = 0;
+                    warp->lanes_in_calls--;
+                }
+            }
             warp->exited |= exec;
             cta->live_threads -= popcount32(exec);
             warp->active = 0;

@@ -45,8 +45,8 @@ enum ptx_opcode {
     OP_FMA, OP_RCP, OP_SQRT, OP_RSQRT, OP_SIN, OP_COS, OP_LG2, OP_EX2, OP_TANH,
     OP_TESTP, OP_COPYSIGN,
     OP_BRA, OP_RET, OP_EXIT, OP_BAR, OP_BAR_WARP, OP_NOP,
-    OP_ATOM, OP_RED, OP_SHFL, OP_VOTE, OP_ACTIVEMASK, OP_MATCH,
-    OP_CALL_VPRINTF, OP_CALL_ASSERT, OP_TRAP, OP_CLOCK, OP_DP4A, OP_DP2A,
+    OP_ATOM, OP_RED, OP_REDUX, OP_SHFL, OP_VOTE, OP_ACTIVEMASK, OP_MATCH,
+    OP_CALL_VPRINTF, OP_CALL_ASSERT, OP_CALL_FUNCTION, OP_TRAP, OP_CLOCK, OP_DP4A, OP_DP2A,
 };
 
 enum ptx_operand_kind {
@@ -133,9 +133,43 @@ struct ptx_param {
     size_t size;
 };
 
+/* Device-function calls: the callee's code is appended to each kernel that
+ * calls it, with its registers, local memory and call scratch placed after
+ * the kernel's own. PTX_MAX_CALL_DEPTH nested calls at most (recursion is
+ * refused when decoding). */
+#define PTX_MAX_CALL_DEPTH 3
+#define PTX_MAX_CALL_ARGUMENTS 16
+
+struct ptx_call_site {
+    char *callee;        /* name, until linked */
+    uint32_t entry;      /* callee's first instruction in the kernel */
+    unsigned argument_count;
+    /* Per argument: the caller's .param offset, the callee's formal offset,
+     * its size; all in the thread's call scratch. */
+    uint32_t from[PTX_MAX_CALL_ARGUMENTS], to[PTX_MAX_CALL_ARGUMENTS], size[PTX_MAX_CALL_ARGUMENTS];
+    bool has_return;
+    uint32_t return_from, return_to, return_size;
+};
+
+/* An immediate that is an offset in the thread's local memory or call
+ * scratch, rebased when the function is appended to a kernel. */
+struct ptx_offset_fixup {
+    uint32_t instruction;
+    uint8_t operand;
+    uint8_t space; /* S_LOCAL or S_CALL_PARAM */
+};
+
 struct ptx_function {
     char *name;
     bool entry;
+    struct ptx_call_site *call_sites;
+    unsigned call_site_count;
+    struct ptx_offset_fixup *offset_fixups;
+    unsigned offset_fixup_count;
+    struct ptx_param *returns; /* a device function's return values (.func) */
+    unsigned return_count;
+    bool uses_shared;          /* a device function touching .shared */
+    uint32_t own_code_count;   /* a kernel's instructions before appended callees */
     struct ptx_param *params;
     unsigned param_count;
     size_t param_bytes;
@@ -163,8 +197,10 @@ struct ptx_variable {
 struct ptx_module {
     struct ptx_variable *variables;
     size_t variable_count;
-    struct ptx_function *functions;
+    struct ptx_function *functions; /* kernels */
     size_t function_count;
+    struct ptx_function *device_functions; /* .func with bodies */
+    size_t device_function_count;
 };
 
 extern atomic_ullong ptx_executed_thread_instructions;

@@ -793,7 +793,7 @@ static const struct {
     {"testp", OP_TESTP},   {"copysign", OP_COPYSIGN}, {"bra", OP_BRA},   {"brx", OP_NOP},
     {"ret", OP_RET},       {"exit", OP_EXIT},     {"bar", OP_BAR},       {"barrier", OP_BAR},
     {"membar", OP_NOP},    {"fence", OP_NOP},     {"atom", OP_ATOM},     {"red", OP_RED},
-    {"shfl", OP_SHFL},     {"vote", OP_VOTE},     {"activemask", OP_ACTIVEMASK},
+    {"redux", OP_REDUX},   {"shfl", OP_SHFL},     {"vote", OP_VOTE},     {"activemask", OP_ACTIVEMASK},
     {"match", OP_MATCH},   {"call", OP_CALL_VPRINTF}, {"trap", OP_TRAP}, {"brkpt", OP_TRAP},
     {"nanosleep", OP_NOP}, {"prefetch", OP_NOP},  {"prefetchu", OP_NOP}, {"pmevent", OP_NOP},
     {"discard", OP_NOP},   {"applypriority", OP_NOP}, {"createpolicy", OP_NOP},
@@ -945,6 +945,20 @@ struct decode {
     unsigned line;
 };
 
+/* Remembers that operand `operand` of instruction `instruction` holds an
+ * offset in local memory or the call scratch. */
+static bool add_offset_fixup(struct function_builder *builder, uint32_t instruction, unsigned operand, uint8_t space)
+{
+    struct ptx_function *function = builder->function;
+    struct ptx_offset_fixup *grown =
+        realloc(function->offset_fixups, (function->offset_fixup_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    function->offset_fixups = grown;
+    grown[function->offset_fixup_count++] = (struct ptx_offset_fixup){instruction, (uint8_t)operand, space};
+    return true;
+}
+
 /* Resolves a word operand (register, symbol) into `out`. */
 static bool resolve_word(struct decode *decode, const char *text, size_t length, enum ptx_type type,
                          struct ptx_operand *out, unsigned operand_index)
@@ -960,6 +974,9 @@ static bool resolve_word(struct decode *decode, const char *text, size_t length,
     if (entry != NULL) {
         out->kind = K_IMM;
         out->imm = entry->value;
+        if ((entry->extra == S_LOCAL || entry->extra == S_CALL_PARAM) &&
+            !add_offset_fixup(builder, decode->index, operand_index, (uint8_t)entry->extra))
+            return false;
         return true;
     }
     entry = map_find(&builder->params, text, length);
@@ -1218,7 +1235,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             if (strcmp(modifier, "or") == 0) { instruction->boolop = BOOL_OR; continue; }
             if (strcmp(modifier, "xor") == 0) { instruction->boolop = BOOL_XOR; continue; }
         }
-        if (op == OP_ATOM || op == OP_RED) {
+        if (op == OP_ATOM || op == OP_RED || op == OP_REDUX) {
             for (unsigned a = 0; a < sizeof atom_names / sizeof atom_names[0]; a++)
                 if (strcmp(modifier, atom_names[a]) == 0) {
                     instruction->mode = (uint8_t)a;
@@ -1267,6 +1284,10 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
         }
         if (op == OP_DIV && strcmp(modifier, "full") == 0)
             continue;
+        if (op == OP_BFIND && strcmp(modifier, "shiftamt") == 0) {
+            instruction->mode = 1; /* the left shift that brings that bit to the top */
+            continue;
+        }
         if (op == OP_MATCH && (strcmp(modifier, "any") == 0 || strcmp(modifier, "all") == 0)) {
             instruction->mode = modifier[1] == 'l';
             continue;
@@ -1311,11 +1332,56 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
         bool is_assert = name_index < raw_count && raw[name_index].length == 12 &&
                          memcmp(raw[name_index].text, "__assertfail", 12) == 0;
         unsigned arguments = raw_count - name_index - 1;
-        if (!(is_vprintf && arguments == 2 && name_index <= 1) && !(is_assert && arguments == 5 && name_index == 0)) {
-            decode_error(builder, line, "unsupported call (only vprintf and __assertfail can be called): '%.*s %.*s'",
-                         (int)opcode_length, opcode_text,
-                         name_index < raw_count ? (int)raw[name_index].length : 0,
-                         name_index < raw_count ? raw[name_index].text : "");
+        if (name_index >= raw_count || raw[name_index].kind != RAW_WORD || name_index > 1) {
+            decode_error(builder, line, "unsupported call form '%.*s'", (int)opcode_length, opcode_text);
+            instruction->op = OP_TRAP;
+            return;
+        }
+        if (!is_vprintf && !is_assert) {
+            /* A device function of this module: linked once the whole
+             * module is read (its body may come later). */
+            struct ptx_function *function = builder->function;
+            if (arguments > PTX_MAX_CALL_ARGUMENTS) {
+                decode_error(builder, line, "call with %u arguments", arguments);
+                instruction->op = OP_TRAP;
+                return;
+            }
+            struct ptx_call_site *grown =
+                realloc(function->call_sites, (function->call_site_count + 1) * sizeof *grown);
+            if (grown == NULL) {
+                fail(parser, "out of memory");
+                return;
+            }
+            function->call_sites = grown;
+            struct ptx_call_site *site = &grown[function->call_site_count];
+            memset(site, 0, sizeof *site);
+            site->callee = strndup(raw[name_index].text, raw[name_index].length);
+            site->argument_count = arguments;
+            for (unsigned i = 0; i <= arguments; i++) {
+                const struct raw_operand *operand = i < arguments ? &raw[name_index + 1 + i] : name_index ? &raw[0] : NULL;
+                if (operand == NULL)
+                    break;
+                struct map_entry *entry = map_find(&builder->locals, operand->text, operand->length);
+                if (entry == NULL || entry->extra != S_CALL_PARAM) {
+                    decode_error(builder, line, "call argument '%.*s' is not a .param", (int)operand->length,
+                                 operand->text);
+                    instruction->op = OP_TRAP;
+                    return;
+                }
+                if (i < arguments)
+                    site->from[i] = (uint32_t)entry->value;
+                else {
+                    site->has_return = true;
+                    site->return_to = (uint32_t)entry->value;
+                }
+            }
+            instruction->op = OP_CALL_FUNCTION;
+            instruction->target = function->call_site_count++;
+            return;
+        }
+        if (!(is_vprintf && arguments == 2) && !(is_assert && arguments == 5 && name_index == 0)) {
+            decode_error(builder, line, "unsupported call of '%.*s' with %u arguments", (int)raw[name_index].length,
+                         raw[name_index].text, arguments);
             instruction->op = OP_TRAP;
             return;
         }
@@ -1341,6 +1407,10 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             }
             instruction->o[i].kind = K_IMM;
             instruction->o[i].imm = entry->value;
+            if (!add_offset_fixup(builder, decode.index, i, S_CALL_PARAM)) {
+                fail(parser, "out of memory");
+                return;
+            }
         }
         instruction->operand_count = (uint8_t)slot_count;
         return;
@@ -1432,12 +1502,46 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
         decode_error(builder, line, "'%.*s' has no type", (int)opcode_length, opcode_text);
 }
 
-static bool parse_param_list(struct parser *parser, struct function_builder *builder, bool is_entry)
+/* A parameter list: a kernel's parameters (offsets in the parameter
+ * buffer), or a device function's formals or return values (`returns`),
+ * which live in the thread's call scratch like the .param variables of
+ * its call sites. */
+static bool parse_param_list(struct parser *parser, struct function_builder *builder, bool is_entry, bool returns)
 {
     if (!accept(parser, "("))
         return true;
     struct ptx_function *function = builder->function;
     size_t offset = 0;
+    if (!is_entry) {
+        while (!parser->failed && !is(parser, ")")) {
+            if (!expect(parser, ".param"))
+                return false;
+            struct declaration declaration;
+            if (!parse_declaration(parser, S_CALL_PARAM, &declaration))
+                return false;
+            free(declaration.initial);
+            size_t size = declaration.element_count * type_bytes(declaration.type);
+            size_t alignment = declaration.alignment ? declaration.alignment : 1;
+            function->call_param_bytes = (function->call_param_bytes + alignment - 1) / alignment * alignment;
+            struct ptx_param **list = returns ? &function->returns : &function->params;
+            unsigned *count = returns ? &function->return_count : &function->param_count;
+            struct ptx_param *grown = realloc(*list, (*count + 1) * sizeof *grown);
+            if (grown == NULL) {
+                fail(parser, "out of memory");
+                return false;
+            }
+            *list = grown;
+            grown[*count] = (struct ptx_param){strndup(declaration.name, declaration.name_length),
+                                               function->call_param_bytes, size};
+            (*count)++;
+            map_put(&builder->locals, declaration.name, declaration.name_length, (int64_t)function->call_param_bytes,
+                    S_CALL_PARAM);
+            function->call_param_bytes += size;
+            if (!accept(parser, ","))
+                break;
+        }
+        return expect(parser, ")");
+    }
     while (!parser->failed && !is(parser, ")")) {
         if (!expect(parser, ".param") && !parser->failed)
             return false;
@@ -1612,6 +1716,25 @@ static void parse_body(struct parser *parser, struct function_builder *builder)
     } while (!parser->failed && depth > 0);
 }
 
+static void free_function(struct ptx_function *function)
+{
+    free(function->name);
+    free(function->code);
+    free(function->specials);
+    free(function->decode_error);
+    for (unsigned p = 0; p < function->param_count; p++)
+        free(function->params[p].name);
+    free(function->params);
+    for (unsigned p = 0; p < function->return_count; p++)
+        free(function->returns[p].name);
+    free(function->returns);
+    for (unsigned s = 0; s < function->call_site_count; s++)
+        free(function->call_sites[s].callee);
+    free(function->call_sites);
+    free(function->offset_fixups);
+    memset(function, 0, sizeof *function);
+}
+
 static void parse_function(struct parser *parser, bool is_entry)
 {
     struct ptx_module *module = parser->module;
@@ -1624,10 +1747,9 @@ static void parse_function(struct parser *parser, bool is_entry)
         return;
     }
     /* .func has an optional return-value list before the name. */
-    if (!is_entry && is(parser, "(")) {
-        while (!parser->failed && !is(parser, ")") && parser->token.kind != TOK_END)
-            next(parser);
-        expect(parser, ")");
+    if (!is_entry && !parse_param_list(parser, &builder, false, true)) {
+        free_builder(&builder);
+        return;
     }
     if (parser->token.kind != TOK_WORD) {
         fail(parser, "expected a function name");
@@ -1638,7 +1760,7 @@ static void parse_function(struct parser *parser, bool is_entry)
     scratch.entry = is_entry;
     scratch.max_threads = 1024;
     next(parser);
-    if (!parse_param_list(parser, &builder, is_entry)) {
+    if (!parse_param_list(parser, &builder, is_entry, false)) {
         free_builder(&builder);
         free(scratch.name);
         return;
@@ -1663,38 +1785,250 @@ static void parse_function(struct parser *parser, bool is_entry)
         next(parser);
     }
     if (accept(parser, ";")) {
-        /* A declaration (such as vprintf's): nothing to run. */
+        /* A declaration (vprintf's, or a prototype): nothing to run. */
         free_builder(&builder);
-        free(scratch.name);
-        free(scratch.params);
+        free_function(&scratch);
         return;
     }
     parse_body(parser, &builder);
-    if (!parser->failed)
+    if (!parser->failed) {
+        if (!is_entry && (builder.shared_fixup_count > 0 || scratch.static_shared_bytes > 0))
+            scratch.uses_shared = true;
         finish_function(parser, &builder);
-    if (is_entry && !parser->failed) {
-        struct ptx_function *grown =
-            realloc(module->functions, (module->function_count + 1) * sizeof *grown);
+    }
+    struct ptx_function **list = is_entry ? &module->functions : &module->device_functions;
+    size_t *count = is_entry ? &module->function_count : &module->device_function_count;
+    if (!parser->failed) {
+        struct ptx_function *grown = realloc(*list, (*count + 1) * sizeof *grown);
         if (grown == NULL) {
             fail(parser, "out of memory");
         } else {
-            module->functions = grown;
+            *list = grown;
             scratch.decode_error = builder.decode_error;
             builder.decode_error = NULL;
-            grown[module->function_count++] = scratch;
+            scratch.own_code_count = scratch.code_count;
+            grown[(*count)++] = scratch;
             scratch = (struct ptx_function){0};
         }
     }
-    /* Non-entry functions are parsed (their syntax must be valid) but not
-     * kept: nothing can call them (see the call decoding). */
     free(builder.decode_error);
-    free(scratch.name);
-    free(scratch.code);
-    free(scratch.specials);
-    for (unsigned i = 0; i < scratch.param_count; i++)
-        free(scratch.params[i].name);
-    free(scratch.params);
+    free_function(&scratch);
     free_builder(&builder);
+}
+
+/* ---- linking device-function calls --------------------------------------- */
+
+static struct ptx_function *device_function(struct ptx_module *module, const char *name)
+{
+    for (size_t i = 0; i < module->device_function_count; i++)
+        if (strcmp(module->device_functions[i].name, name) == 0)
+            return &module->device_functions[i];
+    return NULL;
+}
+
+static void link_error(struct ptx_function *kernel, const char *format, const char *name)
+{
+    if (kernel->decode_error != NULL)
+        return;
+    size_t size = strlen(format) + strlen(name) + 16;
+    kernel->decode_error = malloc(size);
+    if (kernel->decode_error != NULL)
+        snprintf(kernel->decode_error, size, format, name);
+}
+
+struct link_state {
+    struct ptx_module *module;
+    struct ptx_function *kernel;
+    /* Per device function: its first instruction in the kernel and the base
+     * of its call scratch, or UINT32_MAX when not appended (yet). */
+    uint32_t *entry;
+    uint32_t *scratch_base;
+    bool *in_progress;
+};
+
+static bool append_callee(struct link_state *state, struct ptx_function *callee, uint32_t *entry,
+                          uint32_t *scratch_base);
+
+/* Resolves the call sites [first, first + count) of the kernel's table,
+ * appending their callees. */
+static bool resolve_call_sites(struct link_state *state, unsigned first, unsigned count)
+{
+    for (unsigned i = first; i < first + count; i++) {
+        struct ptx_call_site *site = &state->kernel->call_sites[i];
+        struct ptx_function *callee = device_function(state->module, site->callee);
+        if (callee == NULL) {
+            link_error(state->kernel, "calls '%s', which this module does not define (the simulator does not link "
+                                      "separately compiled device code)", site->callee);
+            return false;
+        }
+        uint32_t entry, base;
+        if (!append_callee(state, callee, &entry, &base))
+            return false;
+        site = &state->kernel->call_sites[i]; /* the table may have moved */
+        if (site->argument_count != callee->param_count ||
+            (site->has_return && callee->return_count != 1)) {
+            link_error(state->kernel, "calls '%s' with the wrong number of arguments", site->callee);
+            return false;
+        }
+        site->entry = entry;
+        for (unsigned a = 0; a < site->argument_count; a++) {
+            site->to[a] = base + (uint32_t)callee->params[a].offset;
+            site->size[a] = (uint32_t)callee->params[a].size;
+        }
+        if (site->has_return) {
+            site->return_from = base + (uint32_t)callee->returns[0].offset;
+            site->return_size = (uint32_t)callee->returns[0].size;
+        }
+    }
+    return true;
+}
+
+/* Appends `callee` (once) to the kernel's code: its registers after the
+ * kernel's, its local memory and call scratch after the kernel's, its
+ * branch targets and call sites rebased. */
+static bool append_callee(struct link_state *state, struct ptx_function *callee, uint32_t *entry,
+                          uint32_t *scratch_base)
+{
+    size_t index = (size_t)(callee - state->module->device_functions);
+    struct ptx_function *kernel = state->kernel;
+    /* One copy of a callee's registers serves every call, which a call
+     * still in progress (recursion) would overwrite. */
+    if (state->in_progress[index]) {
+        link_error(kernel, "calls '%s' recursively, which the simulator does not support", callee->name);
+        return false;
+    }
+    if (state->entry[index] != UINT32_MAX) {
+        *entry = state->entry[index];
+        *scratch_base = state->scratch_base[index];
+        return true;
+    }
+    if (callee->decode_error != NULL) {
+        link_error(kernel, "%s", callee->decode_error);
+        return false;
+    }
+    if (callee->uses_shared) {
+        link_error(kernel, "calls '%s', a device function using shared memory, which the simulator does not "
+                           "support", callee->name);
+        return false;
+    }
+    state->in_progress[index] = true;
+    uint32_t code_base = kernel->code_count, register_base = kernel->register_count;
+    size_t local_base = (kernel->local_bytes + 15) / 16 * 16;
+    size_t call_base = (kernel->call_param_bytes + 15) / 16 * 16;
+    if ((size_t)code_base + callee->code_count > 65000) {
+        link_error(kernel, "calls '%s', which makes the kernel too long", callee->name);
+        return false;
+    }
+    struct ptx_instruction *code = realloc(kernel->code, (code_base + callee->code_count) * sizeof *code);
+    struct ptx_special_slot *specials =
+        realloc(kernel->specials, (kernel->special_count + callee->special_count + 1) * sizeof *specials);
+    struct ptx_call_site *sites =
+        realloc(kernel->call_sites, (kernel->call_site_count + callee->call_site_count + 1) * sizeof *sites);
+    if (code != NULL)
+        kernel->code = code;
+    if (specials != NULL)
+        kernel->specials = specials;
+    if (sites != NULL)
+        kernel->call_sites = sites;
+    if (code == NULL || specials == NULL || sites == NULL) {
+        link_error(kernel, "out of memory linking '%s'", callee->name);
+        return false;
+    }
+    unsigned site_base = kernel->call_site_count;
+    for (uint32_t i = 0; i < callee->code_count; i++) {
+        struct ptx_instruction *instruction = &code[code_base + i];
+        *instruction = callee->code[i];
+        if (instruction->guard != PTX_NO_REGISTER)
+            instruction->guard += register_base;
+        for (unsigned o = 0; o < 6; o++) {
+            struct ptx_operand *operand = &instruction->o[o];
+            if (operand->kind == K_REG || (operand->kind == K_ADDR && operand->reg != PTX_NO_REGISTER))
+                operand->reg += register_base;
+            else if (operand->kind == K_VEC)
+                for (unsigned e = 0; e < operand->count; e++)
+                    operand->vec[e] += register_base;
+        }
+        if (instruction->op == OP_BRA)
+            instruction->target += code_base;
+        else if (instruction->op == OP_CALL_FUNCTION)
+            instruction->target += site_base;
+    }
+    for (unsigned f = 0; f < callee->offset_fixup_count; f++) {
+        const struct ptx_offset_fixup *fixup = &callee->offset_fixups[f];
+        code[code_base + fixup->instruction].o[fixup->operand].imm +=
+            (int64_t)(fixup->space == S_LOCAL ? local_base : call_base);
+    }
+    for (unsigned s = 0; s < callee->special_count; s++) {
+        specials[kernel->special_count + s] = callee->specials[s];
+        specials[kernel->special_count + s].slot += register_base;
+    }
+    for (unsigned s = 0; s < callee->call_site_count; s++) {
+        struct ptx_call_site *site = &sites[site_base + s];
+        *site = callee->call_sites[s];
+        site->callee = strdup(callee->call_sites[s].callee);
+        for (unsigned a = 0; a < site->argument_count; a++)
+            site->from[a] += (uint32_t)call_base;
+        site->return_to += (uint32_t)call_base;
+    }
+    kernel->code_count = code_base + callee->code_count;
+    kernel->special_count += callee->special_count;
+    kernel->call_site_count = site_base + callee->call_site_count;
+    kernel->register_count = register_base + callee->register_count;
+    kernel->local_bytes = local_base + callee->local_bytes;
+    kernel->call_param_bytes = call_base + callee->call_param_bytes;
+    state->entry[index] = code_base;
+    state->scratch_base[index] = (uint32_t)call_base;
+    *entry = code_base;
+    *scratch_base = (uint32_t)call_base;
+    bool linked = resolve_call_sites(state, site_base, callee->call_site_count);
+    state->in_progress[index] = false;
+    return linked;
+}
+
+/* Links every kernel's calls. A kernel whose calls cannot be linked keeps
+ * the reason and fails its launch, like one with an unknown instruction. */
+static void link_module(struct parser *parser)
+{
+    struct ptx_module *module = parser->module;
+    size_t count = module->device_function_count;
+    for (size_t k = 0; k < module->function_count; k++) {
+        struct ptx_function *kernel = &module->functions[k];
+        if (kernel->call_site_count == 0 || kernel->decode_error != NULL)
+            continue;
+        /* The kernel's own code must not run on into the callees. */
+        struct ptx_instruction *code = realloc(kernel->code, (kernel->code_count + 1) * sizeof *code);
+        if (code == NULL) {
+            fail(parser, "out of memory");
+            return;
+        }
+        kernel->code = code;
+        memset(&code[kernel->code_count], 0, sizeof *code);
+        code[kernel->code_count].op = OP_EXIT;
+        code[kernel->code_count].guard = PTX_NO_REGISTER;
+        code[kernel->code_count].line = code[kernel->code_count ? kernel->code_count - 1 : 0].line;
+        kernel->code_count++;
+        struct link_state state = {
+            .module = module, .kernel = kernel,
+            .entry = malloc((count + 1) * sizeof(uint32_t)),
+            .scratch_base = malloc((count + 1) * sizeof(uint32_t)),
+            .in_progress = calloc(count + 1, sizeof(bool)),
+        };
+        if (state.entry == NULL || state.scratch_base == NULL || state.in_progress == NULL) {
+            free(state.entry);
+            free(state.scratch_base);
+            free(state.in_progress);
+            fail(parser, "out of memory");
+            return;
+        }
+        for (size_t i = 0; i < count; i++)
+            state.entry[i] = UINT32_MAX;
+        resolve_call_sites(&state, 0, kernel->call_site_count);
+        kernel->local_bytes = (kernel->local_bytes + 15) / 16 * 16;
+        kernel->call_param_bytes = (kernel->call_param_bytes + 15) / 16 * 16;
+        free(state.entry);
+        free(state.scratch_base);
+        free(state.in_progress);
+    }
 }
 
 static void parse_module(struct parser *parser)
@@ -1775,6 +2109,8 @@ struct ptx_module *ptx_module_parse(const char *text, size_t length, ptx_variabl
     if (error_size > 0)
         error[0] = '\0';
     parse_module(&parser);
+    if (!parser.failed)
+        link_module(&parser);
     map_clear(&parser.variables);
     if (parser.failed) {
         ptx_module_free(module);
@@ -1787,17 +2123,12 @@ void ptx_module_free(struct ptx_module *module)
 {
     if (module == NULL)
         return;
-    for (size_t i = 0; i < module->function_count; i++) {
-        struct ptx_function *function = &module->functions[i];
-        free(function->name);
-        free(function->code);
-        free(function->specials);
-        free(function->decode_error);
-        for (unsigned p = 0; p < function->param_count; p++)
-            free(function->params[p].name);
-        free(function->params);
-    }
+    for (size_t i = 0; i < module->function_count; i++)
+        free_function(&module->functions[i]);
     free(module->functions);
+    for (size_t i = 0; i < module->device_function_count; i++)
+        free_function(&module->device_functions[i]);
+    free(module->device_functions);
     for (size_t i = 0; i < module->variable_count; i++)
         free(module->variables[i].name);
     free(module->variables);

@@ -425,3 +425,74 @@ Test(ptx_control, barrier_reductions_count_and_combine_predicates)
     for (unsigned t = 0; t < THREADS; t++)
         cr_expect_eq(r[t], 100 * 100 + 10 + 1, "thread %u: %u", t, r[t]);
 }
+
+/* Device functions nvcc does not inline (the slow paths of double sin/cos
+ * and pow are such): appended to the kernel, with their own registers,
+ * local memory and parameters. Lanes call from a divergent branch, one
+ * function calls another, and the lanes that skipped the call wait for the
+ * callers before a shuffle of the whole warp. */
+static const char calls_ptx[] = PTX_HEADER
+    ".func (.param .b32 result) twice(.param .b32 value);\n"
+    ".visible .entry calls(.param .u64 out)\n{\n"
+    ".reg .b32 %r<12>; .reg .b64 %rd<8>; .reg .pred %p<3>;\n"
+    "mov.u32 %r1, %laneid; mov.u32 %r2, 0;\n"
+    "and.b32 %r3, %r1, 1; setp.eq.s32 %p1, %r3, 0; @%p1 bra $skip;\n"
+    "{\n.param .b32 param0;\n.param .b32 retval0;\nst.param.b32 [param0+0], %r1;\n"
+    "call.uni (retval0), plus_one_twice, (param0);\nld.param.b32 %r2, [retval0+0];\n}\n"
+    "$skip:\n"
+    "shfl.sync.bfly.b32 %r4, %r2, 1, 31, -1;\n"
+    "add.s32 %r5, %r2, %r4;\n"
+    "ld.param.u64 %rd1, [out]; mov.u32 %r6, %tid.x; mul.wide.u32 %rd2, %r6, 4; add.s64 %rd3, %rd1, %rd2;\n"
+    "st.global.u32 [%rd3], %r5;\nret;\n}\n"
+    ".func (.param .b32 result) plus_one_twice(.param .b32 value)\n{\n"
+    ".local .align 4 .b8 depot[8];\n"
+    ".reg .b32 %r<6>; .reg .b64 %rd<3>;\n"
+    "ld.param.u32 %r1, [value]; add.s32 %r2, %r1, 1;\n"
+    "mov.u64 %rd1, depot; st.local.u32 [%rd1+4], %r2;\n"
+    "{\n.param .b32 param0;\n.param .b32 retval0;\nst.param.b32 [param0+0], %r2;\n"
+    "call.uni (retval0), twice, (param0);\nld.param.b32 %r3, [retval0+0];\n}\n"
+    "ld.local.u32 %r4, [%rd1+4]; add.s32 %r5, %r3, %r4; sub.s32 %r5, %r5, %r2;\n"
+    "st.param.b32 [result+0], %r5;\nret;\n}\n"
+    ".func (.param .b32 result) twice(.param .b32 value)\n{\n"
+    ".reg .b32 %r<3>;\nld.param.u32 %r1, [value]; shl.b32 %r2, %r1, 1; st.param.b32 [result], %r2;\nret;\n}\n"
+    ".func loop_forever()\n{\n"
+    "{\n call.uni loop_forever, ();\n}\nret;\n}\n"
+    ".visible .entry recursive()\n{\ncall.uni loop_forever, ();\nret;\n}\n";
+
+Test(ptx_control, device_functions_are_called_and_return, .init = cr_redirect_stderr)
+{
+    start_device(0);
+    enum { THREADS = 64 };
+    CUdeviceptr out;
+    EXPECT_OK(cuMemAlloc(&out, THREADS * 4));
+    run_1d(calls_ptx, "calls", 1, THREADS, out);
+    uint32_t r[THREADS];
+    EXPECT_OK(cuMemcpyDtoH(r, out, sizeof r));
+    for (unsigned t = 0; t < THREADS; t++) {
+        unsigned odd_lane = (t % 32) | 1;
+        cr_expect_eq(r[t], 2 * (odd_lane + 1), "thread %u: %u", t, r[t]);
+    }
+    CUmodule module = load_ptx(calls_ptx);
+    EXPECT_RESULT(cuLaunchKernel(kernel_of(module, "recursive"), 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                  CUDA_ERROR_NOT_SUPPORTED);
+}
+
+Test(ptx_control, warp_reductions_and_bit_scans)
+{
+    start_device(0);
+    CHECK_CASES("bfind.shiftamt.u32 %r20, %r10;\n" RESULT_R32, {0x00010000u, 0, 0, 15}, {0, 0, 0, 0xffffffffu},
+                {1, 0, 0, 31});
+    /* Lane i holds a = i (the template's inputs): add, max, and over 32 lanes. */
+    uint64_t inputs[3 * 32], results[32];
+    for (unsigned i = 0; i < 32; i++) {
+        inputs[3 * i] = i;
+        inputs[3 * i + 1] = inputs[3 * i + 2] = 0;
+    }
+    run_template("redux.sync.add.s32 %r2, %r10, -1;\nredux.sync.max.u32 %r3, %r10, -1;\n"
+                 "redux.sync.or.b32 %r4, %r10, -1;\nmov.b64 %rd20, {%r2, %r3};\nadd.s32 %r4, %r4, 0;\n"
+                 "cvt.u64.u32 %rd21, %r4;\nshl.b64 %rd21, %rd21, 56;\nadd.s64 %rd20, %rd20, %rd21;\n",
+                 32, inputs, results);
+    for (unsigned i = 0; i < 32; i++)
+        cr_expect_eq(results[i], ((uint64_t)31 << 56) + ((uint64_t)31 << 32) + 496, "lane %u: 0x%llx", i,
+                     (unsigned long long)results[i]);
+}
