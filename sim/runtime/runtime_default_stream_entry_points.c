@@ -142,6 +142,20 @@ cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void *func, dim3 gridDim
     return sim_runtime_launch(func, false, gridDim, blockDim, args, sharedMem, stream, true, DEFAULT_STREAM);
 }
 
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    /* Attributes other than a cooperative launch (clusters, priorities,
+     * programmatic serialization) are scheduling hints here. */
+    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL))
+        return sim_runtime_record(cudaErrorInvalidValue);
+    bool cooperative = false;
+    for (unsigned i = 0; i < config->numAttrs; i++)
+        if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative)
+            cooperative = true;
+    return sim_runtime_launch(func, false, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                              config->stream, cooperative, DEFAULT_STREAM);
+}
+
 cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
                                          enum cudaMemcpyKind kind)
 {

@@ -167,3 +167,40 @@ cudaError_t CUDARTAPI cudaFuncSetCacheConfig(const void *func, enum cudaFuncCach
         return sim_runtime_record(status);
     return SIM_RUNTIME_CALL(sim_runtime_driver.cuFuncSetCacheConfig, function, (CUfunc_cache)cacheConfig);
 }
+
+/* Resident blocks per multiprocessor of the simulated device (sim_device.c:
+ * 2048 threads, 32 blocks, 64K registers and 228 KiB of shared memory per
+ * SM, 1 KiB of it reserved per block), computed as the occupancy
+ * calculator does, so launch-size heuristics pick what they would on an H100. */
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
+                                                                               int blockSize, size_t dynamicSMemSize,
+                                                                               unsigned int flags)
+{
+    if (numBlocks == NULL || blockSize <= 0 || (flags & ~1u) != 0)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    struct cudaFuncAttributes attributes;
+    cudaError_t status = cudaFuncGetAttributes(&attributes, func);
+    if (status != cudaSuccess)
+        return status;
+    if (blockSize > attributes.maxThreadsPerBlock) {
+        *numBlocks = 0;
+        return cudaSuccess;
+    }
+    int warps = (blockSize + 31) / 32;
+    int by_threads = 64 / warps;
+    int registers_per_block = warps * 32 * (attributes.numRegs > 0 ? attributes.numRegs : 1);
+    int by_registers = registers_per_block > 65536 ? 0 : 65536 / registers_per_block;
+    size_t shared = attributes.sharedSizeBytes + dynamicSMemSize + 1024;
+    int by_shared = (int)(233472 / shared);
+    int blocks = by_threads < 32 ? by_threads : 32;
+    blocks = by_registers < blocks ? by_registers : blocks;
+    blocks = by_shared < blocks ? by_shared : blocks;
+    *numBlocks = blocks;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                                     size_t dynamicSMemSize)
+{
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, 0);
+}

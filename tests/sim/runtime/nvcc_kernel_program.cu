@@ -1,7 +1,8 @@
 // An nvcc-built program with a kernel, linked with -cudart shared. On the sim
 // the kernel runs through the PTX interpreter: the launch succeeds, the
 // kernel's writes to global memory and to a __device__ variable are visible
-// after synchronizing, and cudaMemcpyFromSymbol reads the variable.
+// after synchronizing, and cudaMemcpyFromSymbol reads the variable; the
+// extensible launch (cudaLaunchKernelEx) and the occupancy calculator work.
 #include <stdio.h>
 
 #include <cuda_runtime.h>
@@ -32,6 +33,20 @@ int main()
         return 1;
     if (host_value != 2 || host_counter != 2) {
         fprintf(stderr, "kernel results: value %d, counter %d (expected 2 and 2)\n", host_value, host_counter);
+        return 1;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(1);
+    config.blockDim = dim3(1);
+    if (cudaLaunchKernelEx(&config, increment, value) != cudaSuccess ||
+        cudaMemcpy(&host_value, value, sizeof host_value, cudaMemcpyDeviceToHost) != cudaSuccess || host_value != 3) {
+        fprintf(stderr, "cudaLaunchKernelEx: value %d\n", host_value);
+        return 1;
+    }
+    int grid_size = 0, block_size = 0;
+    if (cudaOccupancyMaxPotentialBlockSize(&grid_size, &block_size, increment) != cudaSuccess || block_size <= 0 ||
+        grid_size <= 0) {
+        fprintf(stderr, "occupancy: grid %d block %d\n", grid_size, block_size);
         return 1;
     }
     if (cudaFree(value) != cudaSuccess)
