@@ -1029,6 +1029,21 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 uint64_t offset = (uint64_t)address->imm;
                 bool shared = in->space == S_SHARED;
                 bool observed = cta->launch->observe_access != NULL;
+                if (shared && !store && bits == 32 && !type_signed(type)) {
+                    /* ld.shared.{u,b,f}32: the inner loop of tiled kernels. */
+                    size_t limit = cta->shared_bytes;
+                    const unsigned char *shared_memory = cta->shared;
+                    LANES(exec) {
+                        uint64_t where = base[l] + offset;
+                        if ((where & 3) != 0 || where + 4 > limit)
+                            break;
+                        uint32_t word;
+                        memcpy(&word, shared_memory + where, 4);
+                        d[l] = word;
+                        remaining &= remaining - 1;
+                    }
+                    exec = 0; /* the general loop below takes what is left */
+                }
                 LANES(exec) {
                     uint64_t where = base[l] + offset;
                     unsigned char *pointer;
