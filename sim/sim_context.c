@@ -110,6 +110,7 @@ static bool has_closed_streams(struct sim_context *context)
 static void context_teardown(struct sim_context *context)
 {
     sim_context_drain(context);
+    sim_modules_teardown(context);
     sim_lock();
     sim_capture_teardown(context);
     struct sim_stream *stream;

@@ -526,6 +526,7 @@ struct sim_function;
 /* A loaded PTX module (CUmodule) or library (CUlibrary). */
 struct sim_module {
     struct sim_handle handle;
+    LIST_ENTRY(sim_module) link; /* all loaded modules, under sim.lock */
     struct sim_context *context;
     struct ptx_module *ptx;
     struct sim_function *functions; /* one per kernel */
@@ -542,6 +543,10 @@ struct sim_function {
     const struct ptx_function *ptx;
     int max_dynamic_shared_bytes; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 };
+
+/* Unloads every module of a context that is being destroyed or reset (its
+ * work has drained): their variables went with the context's memory. */
+void sim_modules_teardown(struct sim_context *context);
 
 /* The live kernel behind a CUfunction or CUkernel, or NULL. Under sim.lock. */
 struct sim_function *sim_function_lookup(const void *handle);

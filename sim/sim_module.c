@@ -22,6 +22,8 @@
 /* Compute capability the device reports (sim_device.c), as nvcc spells it. */
 #define SIM_COMPUTE_ARCH 90
 
+static LIST_HEAD(, sim_module) loaded_modules = LIST_HEAD_INITIALIZER(loaded_modules);
+
 struct allocation_context {
     struct sim_context *context;
     struct sim_module *module;
@@ -168,6 +170,7 @@ static CUresult module_load(struct sim_context *context, const void *image, size
         sim_handle_register(&function->handle, SIM_HANDLE_FUNCTION);
     }
     sim_handle_register(&module->handle, SIM_HANDLE_MODULE);
+    LIST_INSERT_HEAD(&loaded_modules, module, link);
     sim_unlock();
     *out = module;
     return CUDA_SUCCESS;
@@ -282,12 +285,34 @@ static CUresult module_unload(const void *handle, bool library)
     sim_handle_unregister(&module->handle);
     for (size_t i = 0; i < module->function_count; i++)
         sim_handle_unregister(&module->functions[i].handle);
+    LIST_REMOVE(module, link);
     sim_unlock();
     /* Kernels already queued keep running on the decoded code: wait for
      * them before freeing it, as the driver does. */
     sim_context_drain(module->context);
     module_free(module);
     return CUDA_SUCCESS;
+}
+
+void sim_modules_teardown(struct sim_context *context)
+{
+    for (;;) {
+        sim_lock();
+        struct sim_module *module;
+        LIST_FOREACH(module, &loaded_modules, link)
+            if (module->context == context)
+                break;
+        if (module != NULL) {
+            sim_handle_unregister(&module->handle);
+            for (size_t i = 0; i < module->function_count; i++)
+                sim_handle_unregister(&module->functions[i].handle);
+            LIST_REMOVE(module, link);
+        }
+        sim_unlock();
+        if (module == NULL)
+            return;
+        module_free(module);
+    }
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod)

@@ -142,6 +142,8 @@ static struct registered_function *find_by_handle(const void *kernel)
     return NULL;
 }
 
+static cudaError_t load_in_context(struct fat_binary *binary, CUcontext context, CUmodule *module);
+
 /* The fat binary's module in the current context, loading it on first use.
  * Under registry_lock. */
 static cudaError_t module_in_current_context(struct fat_binary *binary, CUmodule *module)
@@ -158,6 +160,27 @@ static cudaError_t module_in_current_context(struct fat_binary *binary, CUmodule
         }
     if (binary->load_count == MAX_LOADED_CONTEXTS)
         return cudaErrorNotSupported;
+    return load_in_context(binary, context, module);
+}
+
+/* Forgets the fat binary's module in the current context: a device reset
+ * unloaded it, and the next use loads it again. Under registry_lock. */
+static void forget_module(struct fat_binary *binary)
+{
+    CUcontext context = NULL;
+    if (sim_runtime_driver.cuCtxGetCurrent(&context) != CUDA_SUCCESS)
+        return;
+    for (unsigned i = 0; i < binary->load_count; i++)
+        if (binary->loads[i].context == context) {
+            binary->loads[i] = binary->loads[--binary->load_count];
+            return;
+        }
+}
+
+/* Loads the fat binary into `context` and remembers the outcome, a failure
+ * included (it would fail the same way again). */
+static cudaError_t load_in_context(struct fat_binary *binary, CUcontext context, CUmodule *module)
+{
     CUmodule loaded = NULL;
     CUresult result = sim_runtime_driver.cuModuleLoadData(&loaded, binary->fat_cubin);
     cudaError_t status;
@@ -186,8 +209,18 @@ cudaError_t sim_runtime_registered_function(const void *stub_or_handle, bool by_
     if (entry != NULL) {
         CUmodule module;
         status = module_in_current_context(entry->module, &module);
-        if (status == cudaSuccess &&
-            sim_runtime_driver.cuModuleGetFunction(function, module, entry->device_name) != CUDA_SUCCESS)
+        CUresult result = status == cudaSuccess
+                              ? sim_runtime_driver.cuModuleGetFunction(function, module, entry->device_name)
+                              : CUDA_SUCCESS;
+        if (result == CUDA_ERROR_INVALID_HANDLE) {
+            /* The context was reset since the module was loaded. */
+            forget_module(entry->module);
+            status = module_in_current_context(entry->module, &module);
+            result = status == cudaSuccess
+                         ? sim_runtime_driver.cuModuleGetFunction(function, module, entry->device_name)
+                         : CUDA_SUCCESS;
+        }
+        if (result != CUDA_SUCCESS)
             status = cudaErrorNoKernelImageForDevice;
     }
     pthread_mutex_unlock(&registry_lock);
@@ -205,8 +238,17 @@ cudaError_t sim_runtime_registered_variable(const void *symbol, CUdeviceptr *add
     if (variable != NULL) {
         CUmodule module;
         status = module_in_current_context(variable->module, &module);
-        if (status == cudaSuccess &&
-            sim_runtime_driver.cuModuleGetGlobal(address, size, module, variable->device_name) != CUDA_SUCCESS)
+        CUresult result = status == cudaSuccess
+                              ? sim_runtime_driver.cuModuleGetGlobal(address, size, module, variable->device_name)
+                              : CUDA_SUCCESS;
+        if (result == CUDA_ERROR_INVALID_HANDLE) {
+            forget_module(variable->module);
+            status = module_in_current_context(variable->module, &module);
+            result = status == cudaSuccess
+                         ? sim_runtime_driver.cuModuleGetGlobal(address, size, module, variable->device_name)
+                         : CUDA_SUCCESS;
+        }
+        if (result != CUDA_SUCCESS)
             status = cudaErrorInvalidSymbol;
     }
     pthread_mutex_unlock(&registry_lock);

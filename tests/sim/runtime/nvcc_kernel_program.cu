@@ -2,7 +2,8 @@
 // the kernel runs through the PTX interpreter: the launch succeeds, the
 // kernel's writes to global memory and to a __device__ variable are visible
 // after synchronizing, and cudaMemcpyFromSymbol reads the variable; the
-// extensible launch (cudaLaunchKernelEx) and the occupancy calculator work.
+// extensible launch (cudaLaunchKernelEx) and the occupancy calculator work;
+// after cudaDeviceReset the module loads again.
 #include <stdio.h>
 
 #include <cuda_runtime.h>
@@ -47,6 +48,19 @@ int main()
     if (cudaOccupancyMaxPotentialBlockSize(&grid_size, &block_size, increment) != cudaSuccess || block_size <= 0 ||
         grid_size <= 0) {
         fprintf(stderr, "occupancy: grid %d block %d\n", grid_size, block_size);
+        return 1;
+    }
+    if (cudaFree(value) != cudaSuccess)
+        return 1;
+    // A reset unloads the module; the next launch loads it again, with the
+    // variable back at zero.
+    if (cudaDeviceReset() != cudaSuccess || cudaMalloc(&value, sizeof *value) != cudaSuccess ||
+        cudaMemset(value, 0, sizeof *value) != cudaSuccess)
+        return 1;
+    increment<<<1, 1>>>(value);
+    if (cudaMemcpyFromSymbol(&host_counter, device_counter, sizeof host_counter) != cudaSuccess ||
+        host_counter != 1) {
+        fprintf(stderr, "after a reset: counter %d (expected 1)\n", host_counter);
         return 1;
     }
     if (cudaFree(value) != cudaSuccess)
