@@ -36,11 +36,24 @@ int main()
         fprintf(stderr, "kernel results: value %d, counter %d (expected 2 and 2)\n", host_value, host_counter);
         return 1;
     }
+    // The variable is device memory: its address works with plain copies,
+    // and cudaMemcpyToSymbol writes it.
+    int *counter_address = NULL;
+    size_t counter_size = 0;
+    int forty = 40;
+    if (cudaGetSymbolAddress((void **)&counter_address, device_counter) != cudaSuccess ||
+        cudaGetSymbolSize(&counter_size, device_counter) != cudaSuccess || counter_size != sizeof(int) ||
+        cudaMemcpy(&host_counter, counter_address, sizeof host_counter, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        host_counter != 2 || cudaMemcpyToSymbol(device_counter, &forty, sizeof forty) != cudaSuccess) {
+        fprintf(stderr, "symbol address or size wrong\n");
+        return 1;
+    }
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(1);
     config.blockDim = dim3(1);
     if (cudaLaunchKernelEx(&config, increment, value) != cudaSuccess ||
-        cudaMemcpy(&host_value, value, sizeof host_value, cudaMemcpyDeviceToHost) != cudaSuccess || host_value != 3) {
+        cudaMemcpy(&host_value, value, sizeof host_value, cudaMemcpyDeviceToHost) != cudaSuccess || host_value != 3 ||
+        cudaMemcpyFromSymbol(&host_counter, device_counter, sizeof host_counter) != cudaSuccess || host_counter != 41) {
         fprintf(stderr, "cudaLaunchKernelEx: value %d\n", host_value);
         return 1;
     }
