@@ -414,7 +414,8 @@ static bool parse_immediate(const char *text, size_t length, bool negative, enum
     int64_t integer;
     if (!parse_integer_text(text, length, &integer))
         return false;
-    *value = negative ? -integer : integer;
+    /* Negated as unsigned: -9223372036854775808 is a valid immediate. */
+    *value = negative ? (int64_t)(0 - (uint64_t)integer) : integer;
     return true;
 }
 
@@ -891,7 +892,7 @@ static bool parse_raw_operand(struct parser *parser, struct raw_operand *operand
                 fail(parser, "bad address offset '%.*s'", (int)parser->token.length, parser->token.text);
                 return false;
             }
-            operand->offset += negative ? -value : value;
+            operand->offset = (int64_t)((uint64_t)operand->offset + (negative ? 0 - (uint64_t)value : (uint64_t)value));
             next(parser);
         }
         return expect(parser, "]");
@@ -1032,7 +1033,7 @@ static bool decode_operand(struct decode *decode, const struct raw_operand *raw,
             return false;
         out->negate = raw->negate;
         if (raw->negate && out->kind == K_IMM)
-            out->imm = -out->imm;
+            out->imm = (int64_t)(0 - (uint64_t)out->imm);
         return true;
     case RAW_VECTOR:
         out->kind = K_VEC;

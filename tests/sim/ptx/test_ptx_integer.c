@@ -171,5 +171,6 @@ Test(ptx_integer, moves_pack_and_unpack)
     CHECK_CASES("mov.b32 {%rs1, %rs2}, %r10;\nmov.b32 %r20, {%rs2, %rs1};\n" RESULT_R32, {0xaaaabbbbu, 0, 0, 0xbbbbaaaau});
     CHECK_CASES("mov.u32 %r20, 0x7fffffff;\n" RESULT_R32, {0, 0, 0, 0x7fffffffu});
     CHECK_CASES("mov.u64 %rd20, -1;\n", {0, 0, 0, 0xffffffffffffffffull});
+    CHECK_CASES("mov.u64 %rd20, -9223372036854775808;\n", {0, 0, 0, 0x8000000000000000ull});
     CHECK_CASES("mov.b32 %r20, 0f3F800000;\n" RESULT_R32, {0, 0, 0, 0x3f800000u});
 }
