@@ -495,11 +495,11 @@ static bool schedule_above(struct warp *warp, uint32_t floor)
     return true;
 }
 
-/* Stops the active lanes in place so the next schedule() sees every lane. */
-static void settle(struct warp *warp, uint32_t moved_pc_lanes, uint32_t new_pc)
+/* Stops the active lanes in place, so the next schedule() sees every lane. */
+static void settle(struct warp *warp)
 {
     LANES(warp->active)
-        warp->pc[l] = (moved_pc_lanes >> l) & 1 ? new_pc : warp->current_pc;
+        warp->pc[l] = warp->current_pc;
     warp->active = 0;
 }
 
@@ -534,7 +534,7 @@ static void release_barriers(struct cta *cta, bool *released)
                     destination[l] = result;
             }
             if (warp->active != 0)
-                settle(warp, 0, 0);
+                settle(warp);
             warp->blocked &= ~waking;
         }
         *released = true;

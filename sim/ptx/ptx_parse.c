@@ -961,8 +961,8 @@ static bool add_offset_fixup(struct function_builder *builder, uint32_t instruct
 }
 
 /* Resolves a word operand (register, symbol) into `out`. */
-static bool resolve_word(struct decode *decode, const char *text, size_t length, enum ptx_type type,
-                         struct ptx_operand *out, unsigned operand_index)
+static bool resolve_word(struct decode *decode, const char *text, size_t length, struct ptx_operand *out,
+                         unsigned operand_index)
 {
     struct function_builder *builder = decode->builder;
     uint32_t slot = lookup_register(builder, text, length);
@@ -1004,7 +1004,6 @@ static bool resolve_word(struct decode *decode, const char *text, size_t length,
         }
         return true;
     }
-    (void)type;
     decode_error(builder, decode->line, "unknown name '%.*s'", (int)length, text);
     return false;
 }
@@ -1029,7 +1028,7 @@ static bool decode_operand(struct decode *decode, const struct raw_operand *raw,
         }
         return true;
     case RAW_WORD:
-        if (!resolve_word(decode, raw->text, raw->length, type, out, operand_index))
+        if (!resolve_word(decode, raw->text, raw->length, out, operand_index))
             return false;
         out->negate = raw->negate;
         if (raw->negate && out->kind == K_IMM)
@@ -1066,7 +1065,7 @@ static bool decode_operand(struct decode *decode, const struct raw_operand *raw,
             if (entry != NULL && space != NULL && entry->extra == S_CALL_PARAM)
                 *space = S_CALL_PARAM;
             struct ptx_operand symbol;
-            if (!resolve_word(decode, raw->text, raw->length, type, &symbol, operand_index))
+            if (!resolve_word(decode, raw->text, raw->length, &symbol, operand_index))
                 return false;
             out->imm += symbol.imm;
             /* A shared fixup patches o[operand].imm: it adds the variable's
@@ -1587,7 +1586,6 @@ static void finish_function(struct parser *parser, struct function_builder *buil
     }
     /* Static shared variables in order of first use, then dynamic shared
      * memory (extern arrays) after them, 16-byte aligned as on the GPU. */
-    size_t module_variables = parser->module->variable_count;
     size_t shared_end = function->static_shared_bytes;
     for (size_t i = 0; i < builder->shared_fixup_count; i++) {
         struct ptx_variable *variable = &parser->module->variables[builder->shared_fixups[i].variable];
@@ -1609,7 +1607,6 @@ static void finish_function(struct parser *parser, struct function_builder *buil
         size_t offset = variable->is_extern ? dynamic_base : builder->shared_offsets[fixup->variable] - 1;
         function->code[fixup->instruction].o[fixup->operand].imm += (int64_t)offset;
     }
-    (void)module_variables;
     function->local_bytes = (function->local_bytes + 15) / 16 * 16;
     function->call_param_bytes = (function->call_param_bytes + 15) / 16 * 16;
 }
