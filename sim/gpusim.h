@@ -11,11 +11,12 @@
  * or files; cuLaunchKernel/Ex/Cooperative check the configuration as the
  * driver does and queue the grid on its stream, whose CTAs then run on a
  * process-wide pool of host threads. Integer, bitwise, f32/f64 arithmetic
- * with every rounding mode, conversions (f16/bf16 included), loads and
+ * with every rounding mode, f16/bf16 add/sub/mul/fma/min/max/neg/abs and
+ * compares (scalar and x2, round to nearest), conversions, loads and
  * stores in every state space, atomics, barriers (bar.red too), shuffles,
  * votes, redux, special registers, device printf and assert, and calls to
  * the module's non-inlined, non-recursive device functions run; a kernel
- * using anything else (f16 arithmetic, textures, tensor-core and
+ * using anything else (other f16 instructions, textures, tensor-core and
  * async-copy instructions, recursion) fails its launch with
  * CUDA_ERROR_NOT_SUPPORTED and one line on stderr naming the instruction.
  * A faulting kernel (illegal or misaligned address, trap) leaves a sticky

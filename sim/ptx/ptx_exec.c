@@ -247,6 +247,55 @@ static uint16_t float_to_bf16(float value)
     return (uint16_t)((bits + rounding) >> 16);
 }
 
+/* ---- half precision (f16, bf16 and their x2 pairs) ------------------------ */
+
+static inline bool is_half_type(uint8_t type)
+{
+    return type == T_F16 || type == T_F16X2 || type == T_BF16 || type == T_BF16X2;
+}
+
+/* One element of a half-precision operation, computed in float and rounded
+ * once to the half format: float carries more than twice the precision of
+ * either half format plus two bits, so the double rounding of +, -, *, /
+ * cannot differ from a direct one; the fma goes through double. */
+static uint16_t half_element(uint8_t op, bool brain, bool saturate, uint16_t a, uint16_t b, uint16_t c)
+{
+    float x = brain ? bf16_to_float(a) : half_to_float(a);
+    float y = brain ? bf16_to_float(b) : half_to_float(b);
+    float z = brain ? bf16_to_float(c) : half_to_float(c);
+    float result;
+    switch (op) {
+    case OP_ADD: result = x + y; break;
+    case OP_SUB: result = x - y; break;
+    case OP_MUL: result = x * y; break;
+    case OP_DIV: result = x / y; break;
+    case OP_MIN: result = fminf(x, y); break;
+    case OP_MAX: result = fmaxf(x, y); break;
+    default: result = (float)fma((double)x, (double)y, (double)z); break; /* fma, mad */
+    }
+    if (saturate)
+        result = isnan(result) ? 0.0f : fminf(fmaxf(result, 0.0f), 1.0f);
+    return brain ? float_to_bf16(result) : float_to_half(result);
+}
+
+/* add/sub/mul/fma/min/max on f16, bf16, f16x2 and bf16x2 (each 16-bit half
+ * of a pair on its own), round to nearest even only. */
+static bool half_operation(const struct ptx_instruction *in, uint8_t op, uint64_t a, uint64_t b, uint64_t c,
+                           uint64_t *result)
+{
+    if (in->rounding != RND_DEFAULT && in->rounding != RND_RN)
+        return false;
+    bool brain = in->type == T_BF16 || in->type == T_BF16X2;
+    unsigned elements = in->type == T_F16X2 || in->type == T_BF16X2 ? 2 : 1;
+    uint64_t value = 0;
+    for (unsigned e = 0; e < elements; e++)
+        value |= (uint64_t)half_element(op, brain, (in->flags & F_SAT) != 0, (uint16_t)(a >> (16 * e)),
+                                        (uint16_t)(b >> (16 * e)), (uint16_t)(c >> (16 * e)))
+                 << (16 * e);
+    *result = value;
+    return true;
+}
+
 static int set_rounding(uint8_t rounding)
 {
     switch (rounding) {
@@ -1139,6 +1188,10 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     d[l] = from_f64(in->op == OP_ADD ? a + b : a - b);
                 }
                 ROUNDING_END();
+            } else if (is_half_type(type)) {
+                LANES(exec)
+                    if (!half_operation(in, in->op, value_of(&o[1], r, l), value_of(&o[2], r, l), 0, &d[l]))
+                        goto unsupported;
             } else if (type_float(type)) {
                 goto unsupported;
             } else if (in->flags & (F_CC | F_CARRY_IN)) {
@@ -1210,6 +1263,10 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     d[l] = from_f64(result);
                 }
                 ROUNDING_END();
+            } else if (is_half_type(type)) {
+                LANES(exec)
+                    if (!half_operation(in, in->op, value_of(&o[1], r, l), value_of(&o[2], r, l), 0, &d[l]))
+                        goto unsupported;
             } else if (type_float(type)) {
                 goto unsupported;
             } else if (in->op == OP_MUL && bits == 32 && in->mode == MUL_WIDE) {
@@ -1259,6 +1316,16 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
         }
         case OP_NOT: case OP_CNOT: case OP_NEG: case OP_ABS: case OP_POPC: case OP_CLZ: case OP_BREV:
         case OP_BFIND:
+            if ((in->op == OP_NEG || in->op == OP_ABS) && is_half_type(type)) {
+                /* Sign-bit operations on each 16-bit half. */
+                bool pair = type == T_F16X2 || type == T_BF16X2;
+                uint64_t signs = pair ? 0x80008000u : 0x8000u, width = pair ? 0xffffffffu : 0xffffu;
+                LANES(exec) {
+                    uint64_t a = value_of(&o[1], r, l);
+                    d[l] = in->op == OP_NEG ? (a ^ signs) & width : a & ~signs & width;
+                }
+                break;
+            }
             LANES(exec) {
                 uint64_t a = value_of(&o[1], r, l);
                 uint64_t result = 0;
@@ -1303,11 +1370,10 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 }
                 d[l] = result;
             }
-            if (in->op == OP_NEG && type_float(type) && type != T_F32 && type != T_F64)
-                goto unsupported;
+
             break;
         case OP_MAD:
-            if (type == T_F32 || type == T_F64) {
+            if (type == T_F32 || type == T_F64 || is_half_type(type)) {
                 goto fused;
             } else if (bits == 32 && in->mode == MUL_LO && !(in->flags & (F_CC | F_CARRY_IN))) {
                 LANES(exec)
@@ -1370,6 +1436,11 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                     d[l] = from_f64(fma(as_f64(value_of(&o[1], r, l)), as_f64(value_of(&o[2], r, l)),
                                         as_f64(value_of(&o[3], r, l))));
                 ROUNDING_END();
+            } else if (is_half_type(type)) {
+                LANES(exec)
+                    if (!half_operation(in, OP_FMA, value_of(&o[1], r, l), value_of(&o[2], r, l),
+                                        value_of(&o[3], r, l), &d[l]))
+                        goto unsupported;
             } else {
                 goto unsupported;
             }
@@ -1478,7 +1549,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             unsigned source = in->has_pair ? 2 : 1;
             uint64_t *q = in->has_pair ? REG(o[1].reg) : NULL;
             bool is_float = type_float(type);
-            if (is_float && type != T_F32 && type != T_F64)
+            if (is_float && type != T_F32 && type != T_F64 && type != T_F16 && type != T_BF16)
                 goto unsupported;
             if (!is_float && in->boolop == BOOL_NONE && q == NULL && o[source].kind == K_REG) {
                 LANES(exec)

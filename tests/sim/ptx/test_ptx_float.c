@@ -138,3 +138,27 @@ Test(ptx_float, conversions)
     CHECK_CASES("cvt.rn.bf16.f32 %rs1, %f10;\ncvt.f32.bf16 %f20, %rs1;\n" RESULT_F32, {F(1.0f + 0x1p-9f), 0, 0, F(1.0f)},
                 {F(3.0f), 0, 0, F(3.0f)});
 }
+
+#define HALF_IN "cvt.u16.u32 %rs1, %r10;\ncvt.u16.u32 %rs2, %r11;\ncvt.u16.u32 %rs3, %r12;\n"
+#define HALF_OUT "cvt.u32.u16 %r20, %rs4;\n" RESULT_R32
+
+Test(ptx_float, half_precision_arithmetic)
+{
+    start_device(0);
+    /* 1.5 + 2.25 = 3.75; 2048 + 1 rounds to even (2048) at f16's precision. */
+    CHECK_CASES(HALF_IN "add.f16 %rs4, %rs1, %rs2;\n" HALF_OUT, {0x3e00, 0x4080, 0, 0x4380}, {0x6800, 0x3c00, 0, 0x6800},
+                {0x6800, 0x4000, 0, 0x6801});
+    CHECK_CASES(HALF_IN "sub.f16 %rs4, %rs1, %rs2;\n" HALF_OUT, {0x3c00, 0x4000, 0, 0xbc00});
+    CHECK_CASES(HALF_IN "mul.rn.f16 %rs4, %rs1, %rs2;\n" HALF_OUT, {0x3c00, 0x4000, 0, 0x4000}, {0x7bff, 0x4000, 0, 0x7c00});
+    CHECK_CASES(HALF_IN "fma.rn.f16 %rs4, %rs1, %rs2, %rs3;\n" HALF_OUT, {0x4000, 0x4200, 0x3c00, 0x4700});
+    CHECK_CASES(HALF_IN "neg.f16 %rs4, %rs1;\n" HALF_OUT, {0x3c00, 0, 0, 0xbc00});
+    CHECK_CASES(HALF_IN "max.f16 %rs4, %rs1, %rs2;\n" HALF_OUT, {0xbc00, 0x3c00, 0, 0x3c00});
+    CHECK_CASES(HALF_IN "setp.lt.f16 %p1, %rs1, %rs2;\n" RESULT_PRED, {0xbc00, 0x3c00, 0, 1}, {0x3c00, 0xbc00, 0, 0});
+    /* Pairs: each 16-bit half on its own. */
+    CHECK_CASES("add.rn.f16x2 %r20, %r10, %r11;\n" RESULT_R32, {0x3c004000, 0x3c003c00, 0, 0x40004200});
+    CHECK_CASES("fma.rn.f16x2 %r20, %r10, %r11, %r12;\n" RESULT_R32, {0x40004000, 0x42003c00, 0x3c003c00, 0x47004200});
+    CHECK_CASES("abs.f16x2 %r20, %r10;\n" RESULT_R32, {0xbc00bc00u, 0, 0, 0x3c003c00u});
+    CHECK_CASES("add.bf16 %rs4, %rs1, %rs2;\ncvt.u16.u32 %rs1, %r10;\ncvt.u16.u32 %rs2, %r11;\nadd.rn.bf16 %rs4, %rs1, %rs2;\n"
+                HALF_OUT, {0x3f80, 0x4000, 0, 0x4040});
+    CHECK_CASES("mul.rn.bf16x2 %r20, %r10, %r11;\n" RESULT_R32, {0x3f804000, 0x40004000, 0, 0x40004080});
+}
