@@ -1067,6 +1067,19 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             const struct ptx_operand *address = store ? &o[0] : &o[1];
             const struct ptx_operand *data = store ? &o[1] : &o[0];
             uint32_t remaining = exec;
+            if (!store && in->space == S_PARAM && address->reg == PTX_NO_REGISTER && count == 1 &&
+                data->kind == K_REG && exec != 0) {
+                /* ld.param of a kernel parameter: one value for every lane. */
+                unsigned char *pointer = resolve_address(cta, warp, in, S_PARAM, address, __builtin_ctz(exec),
+                                                         element, false);
+                if (pointer == NULL)
+                    break;
+                uint64_t value = load_value(pointer, type);
+                if (type_signed(type) && bits < 32)
+                    value &= 0xffffffffu;
+                LANES(exec) d[l] = value;
+                break;
+            }
             /* Fast paths for the common scalar 32- and 64-bit accesses to
              * shared and global memory through a register: a lane that
              * does not fit them (out of bounds, misaligned, another
