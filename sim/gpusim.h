@@ -14,10 +14,10 @@
  * with every rounding mode, f16/bf16 add/sub/mul/fma/min/max/neg/abs and
  * compares (scalar and x2, round to nearest), conversions, loads and
  * stores in every state space, atomics, barriers (bar.red too), shuffles,
- * votes, redux, special registers, device printf and assert, and calls to
+ * votes, redux, cp.async, special registers, device printf and assert, and calls to
  * the module's non-inlined, non-recursive device functions run; a kernel
  * using anything else (other f16 instructions, textures, tensor-core and
- * async-copy instructions, recursion) fails its launch with
+ * bulk-copy instructions, recursion) fails its launch with
  * CUDA_ERROR_NOT_SUPPORTED and one line on stderr naming the instruction.
  * A faulting kernel (illegal or misaligned address, trap) leaves a sticky
  * error in its context, as on a GPU. Binaries with SASS only (no PTX)

@@ -1859,6 +1859,30 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 }
             }
             break;
+        case OP_CP_ASYNC: {
+            /* cp.async [shared], [global], size[, source size]: done at once;
+             * the bytes past the source size are zero-filled. */
+            if (in->operand_count < 3)
+                goto unsupported;
+            LANES(exec) {
+                size_t size = (size_t)value_of(&o[2], r, l);
+                size_t source_size = in->operand_count >= 4 && o[3].kind != K_NONE ? (size_t)value_of(&o[3], r, l)
+                                                                                    : size;
+                if (source_size > size)
+                    source_size = size;
+                unsigned char *destination = resolve_address(cta, warp, in, S_SHARED, &o[0], l, size, true);
+                if (destination == NULL)
+                    break;
+                if (source_size > 0) {
+                    unsigned char *source = resolve_address(cta, warp, in, S_GLOBAL, &o[1], l, source_size, false);
+                    if (source == NULL)
+                        break;
+                    memcpy(destination, source, source_size);
+                }
+                memset(destination + source_size, 0, size - source_size);
+            }
+            break;
+        }
         case OP_CALL_ASSERT:
             /* __assertfail(message, file, line, function, char size): the
              * device runtime's report, then the kernel stops. */

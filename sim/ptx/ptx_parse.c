@@ -798,7 +798,7 @@ static const struct {
     {"match", OP_MATCH},   {"call", OP_CALL_VPRINTF}, {"trap", OP_TRAP}, {"brkpt", OP_TRAP},
     {"nanosleep", OP_NOP}, {"prefetch", OP_NOP},  {"prefetchu", OP_NOP}, {"pmevent", OP_NOP},
     {"discard", OP_NOP},   {"applypriority", OP_NOP}, {"createpolicy", OP_NOP},
-    {"dp4a", OP_DP4A},     {"dp2a", OP_DP2A},
+    {"cp", OP_CP_ASYNC},   {"dp4a", OP_DP4A},     {"dp2a", OP_DP2A},
 };
 
 static const char *const compare_names[] = {
@@ -1292,7 +1292,18 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             instruction->mode = modifier[1] == 'l';
             continue;
         }
-        if (op == OP_NOP || op == OP_TRAP)
+        if (op == OP_CP_ASYNC) {
+            /* cp.async copies at once, so its groups are complete as soon
+             * as they are committed: waiting is nothing. */
+            if (strcmp(modifier, "async") == 0)
+                continue;
+            if (strcmp(modifier, "commit_group") == 0 || strcmp(modifier, "wait_group") == 0 ||
+                strcmp(modifier, "wait_all") == 0) {
+                instruction->op = OP_NOP;
+                continue;
+            }
+        }
+        if (instruction->op == OP_NOP || op == OP_TRAP)
             continue;
         if (is_ignored_modifier(modifier))
             continue;
@@ -1491,6 +1502,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
     if (op == OP_BAR && instruction->operand_count >= (instruction->mode != BAR_PLAIN ? 4 : 2))
         instruction->flags |= F_HAS_COUNT;
     bool writes_first = instruction->op != OP_ST && instruction->op != OP_RED &&
+                        instruction->op != OP_CP_ASYNC &&
                         !(instruction->op == OP_BAR && instruction->mode == BAR_PLAIN) &&
                         instruction->op != OP_CALL_ASSERT && instruction->op != OP_CALL_VPRINTF &&
                         instruction->op != OP_RET && instruction->op != OP_EXIT &&

@@ -274,3 +274,42 @@ Test(ptx_memory, atomics_on_global_and_shared_memory)
     cr_expect_eq(r[18], BLOCKS * (THREADS + 3 * THREADS));
     EXPECT_OK(cuModuleUnload(module));
 }
+
+/* cp.async (sm_80 asynchronous copies to shared memory): the copy is done
+ * at once, the bytes past the source size are zero-filled, and
+ * commit_group/wait_group have nothing left to wait for. */
+static const char async_copy_ptx[] = PTX_HEADER
+    ".visible .entry async_copy(.param .u64 in, .param .u64 out)\n{\n"
+    ".reg .b32 %r<8>; .reg .b64 %rd<8>;\n"
+    ".shared .align 16 .b8 staging[1024];\n"
+    "ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; mov.u32 %r1, %tid.x;\n"
+    "shl.b32 %r2, %r1, 4; mov.u32 %r3, staging; add.s32 %r4, %r3, %r2;\n"
+    "cvt.u64.u32 %rd3, %r2; add.s64 %rd4, %rd1, %rd3;\n"
+    "cp.async.cg.shared.global [%r4], [%rd4], 16, 12;\n"
+    "cp.async.commit_group;\ncp.async.wait_group 0;\nbar.sync 0;\n"
+    "ld.shared.v4.u32 {%r5, %r6, %r7, %r1}, [%r4];\n"
+    "add.s64 %rd5, %rd2, %rd3; st.global.v4.u32 [%rd5], {%r5, %r6, %r7, %r1};\n"
+    "ret;\n}\n";
+
+Test(ptx_memory, asynchronous_copies_to_shared_memory)
+{
+    start_device(0);
+    CUmodule module = load_ptx(async_copy_ptx);
+    CUfunction function = kernel_of(module, "async_copy");
+    enum { THREADS = 64 };
+    uint32_t input[THREADS * 4];
+    for (unsigned i = 0; i < THREADS * 4; i++)
+        input[i] = 1000 + i;
+    CUdeviceptr in, out;
+    EXPECT_OK(cuMemAlloc(&in, sizeof input));
+    EXPECT_OK(cuMemAlloc(&out, sizeof input));
+    EXPECT_OK(cuMemcpyHtoD(in, input, sizeof input));
+    void *params[] = {&in, &out};
+    launch(function, 1, THREADS, 0, params);
+    uint32_t result[THREADS * 4];
+    EXPECT_OK(cuMemcpyDtoH(result, out, sizeof result));
+    for (unsigned t = 0; t < THREADS; t++)
+        for (unsigned e = 0; e < 4; e++)
+            cr_expect_eq(result[t * 4 + e], e < 3 ? input[t * 4 + e] : 0, "thread %u word %u", t, e);
+    EXPECT_OK(cuModuleUnload(module));
+}
