@@ -14,11 +14,12 @@
  * with every rounding mode, f16/bf16 add/sub/mul/fma/min/max/neg/abs and
  * compares (scalar and x2, round to nearest), conversions, loads and
  * stores in every state space, atomics, barriers (bar.red too), shuffles,
- * votes, redux, cp.async, special registers, device printf and assert, and calls to
- * the module's non-inlined, non-recursive device functions run; a kernel
- * using anything else (other f16 instructions, textures, tensor-core and
- * bulk-copy instructions, recursion) fails its launch with
+ * votes, redux, cp.async, special registers, device printf and assert, and
+ * calls to the module's non-inlined, non-recursive device functions run;
+ * a kernel using anything else (other f16 instructions, textures,
+ * tensor-core and bulk-copy instructions, recursion) fails its launch with
  * CUDA_ERROR_NOT_SUPPORTED and one line on stderr naming the instruction.
+ * GPUSIM_KERNEL_THREADS (below) sets how many host threads run CTAs.
  * A faulting kernel (illegal or misaligned address, trap) leaves a sticky
  * error in its context, as on a GPU. Binaries with SASS only (no PTX)
  * cannot run: loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU and a line
