@@ -589,8 +589,11 @@ static bool parse_declaration(struct parser *parser, enum ptx_space space, struc
             return false;
         }
         size_t filled = 0;
-        if (!parse_initializer_list(parser, out, &filled))
+        if (!parse_initializer_list(parser, out, &filled)) {
+            free(out->initial);
+            out->initial = NULL;
             return false;
+        }
     }
     return true;
 }
@@ -1368,6 +1371,8 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             memset(site, 0, sizeof *site);
             site->callee = strndup(raw[name_index].text, raw[name_index].length);
             site->argument_count = arguments;
+            /* Counted at once, so the function frees it whatever follows. */
+            unsigned site_index = function->call_site_count++;
             for (unsigned i = 0; i <= arguments; i++) {
                 const struct raw_operand *operand = i < arguments ? &raw[name_index + 1 + i] : name_index ? &raw[0] : NULL;
                 if (operand == NULL)
@@ -1387,7 +1392,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
                 }
             }
             instruction->op = OP_CALL_FUNCTION;
-            instruction->target = function->call_site_count++;
+            instruction->target = site_index;
             return;
         }
         if (!(is_vprintf && arguments == 2) && !(is_assert && arguments == 5 && name_index == 0)) {
@@ -1595,6 +1600,7 @@ static void finish_function(struct parser *parser, struct function_builder *buil
         else
             function->code[fixup->instruction].target = (uint32_t)entry->value;
         free(fixup->label);
+        fixup->label = NULL;
     }
     /* Static shared variables in order of first use, then dynamic shared
      * memory (extern arrays) after them, 16-byte aligned as on the GPU. */
@@ -1625,6 +1631,8 @@ static void finish_function(struct parser *parser, struct function_builder *buil
 
 static void free_builder(struct function_builder *builder)
 {
+    for (size_t i = 0; i < builder->label_fixup_count; i++)
+        free(builder->label_fixups[i].label);
     map_clear(&builder->registers);
     map_clear(&builder->labels);
     map_clear(&builder->locals);
@@ -1759,11 +1767,13 @@ static void parse_function(struct parser *parser, bool is_entry)
     /* .func has an optional return-value list before the name. */
     if (!is_entry && !parse_param_list(parser, &builder, false, true)) {
         free_builder(&builder);
+        free_function(&scratch);
         return;
     }
     if (parser->token.kind != TOK_WORD) {
         fail(parser, "expected a function name");
         free_builder(&builder);
+        free_function(&scratch);
         return;
     }
     scratch.name = strndup(parser->token.text, parser->token.length);
@@ -1772,7 +1782,7 @@ static void parse_function(struct parser *parser, bool is_entry)
     next(parser);
     if (!parse_param_list(parser, &builder, is_entry, false)) {
         free_builder(&builder);
-        free(scratch.name);
+        free_function(&scratch);
         return;
     }
     /* Performance directives up to the body or ';'. */

@@ -319,3 +319,37 @@ Test(ptx_loading, a_context_from_cuda13_cuCtxCreate_parameters)
     EXPECT_OK(cuModuleUnload(module));
     EXPECT_OK(cuCtxDestroy(context));
 }
+
+/* Every prefix of a real nvcc module (and some with a corrupted byte)
+ * either loads or is refused with CUDA_ERROR_INVALID_PTX: never a crash,
+ * and (in the sanitizer build) never a leak. */
+Test(ptx_loading, truncated_and_corrupted_ptx_is_refused_cleanly, .init = cr_redirect_stderr)
+{
+    start_device(0);
+    FILE *file = fopen(BENCHMARK_PTX, "rb");
+    cr_assert_not_null(file, "%s", BENCHMARK_PTX);
+    static char text[1 << 16];
+    size_t length = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    static char copy[1 << 16];
+    unsigned loaded = 0, refused = 0, seed = 1;
+    for (size_t cut = 0; cut < length; cut += 11) {
+        memcpy(copy, text, cut);
+        copy[cut] = '\0';
+        if (cut % 3 == 0 && cut > 0) {
+            seed = seed * 1103515245u + 12345u;
+            copy[seed % cut] = (char)(seed >> 16);
+        }
+        CUmodule module;
+        CUresult result = cuModuleLoadData(&module, copy);
+        if (result == CUDA_SUCCESS) {
+            loaded++;
+            EXPECT_OK(cuModuleUnload(module));
+        } else {
+            cr_expect(result == CUDA_ERROR_INVALID_PTX, "cut at %zu: %s", cut, result_name(result));
+            refused++;
+        }
+    }
+    cr_expect_gt(loaded, 0);
+    cr_expect_gt(refused, 0);
+}
