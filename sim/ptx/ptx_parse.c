@@ -790,18 +790,18 @@ static const struct {
     {"not", OP_NOT},       {"cnot", OP_CNOT},     {"shl", OP_SHL},       {"shr", OP_SHR},
     {"popc", OP_POPC},     {"clz", OP_CLZ},       {"brev", OP_BREV},     {"bfe", OP_BFE},
     {"bfi", OP_BFI},       {"prmt", OP_PRMT},     {"lop3", OP_LOP3},     {"shf", OP_SHF},
-    {"fns", OP_FNS},       {"bfind", OP_BFIND},   {"setp", OP_SETP},     {"selp", OP_SELP},
+    {"bfind", OP_BFIND},   {"setp", OP_SETP},     {"selp", OP_SELP},
     {"set", OP_SET},       {"slct", OP_SLCT},     {"cvt", OP_CVT},       {"fma", OP_FMA},
     {"rcp", OP_RCP},       {"sqrt", OP_SQRT},     {"rsqrt", OP_RSQRT},   {"sin", OP_SIN},
     {"cos", OP_COS},       {"lg2", OP_LG2},       {"ex2", OP_EX2},       {"tanh", OP_TANH},
-    {"testp", OP_TESTP},   {"copysign", OP_COPYSIGN}, {"bra", OP_BRA},   {"brx", OP_NOP},
+    {"testp", OP_TESTP},   {"copysign", OP_COPYSIGN}, {"bra", OP_BRA},
     {"ret", OP_RET},       {"exit", OP_EXIT},     {"bar", OP_BAR},       {"barrier", OP_BAR},
     {"membar", OP_NOP},    {"fence", OP_NOP},     {"atom", OP_ATOM},     {"red", OP_RED},
     {"redux", OP_REDUX},   {"shfl", OP_SHFL},     {"vote", OP_VOTE},     {"activemask", OP_ACTIVEMASK},
     {"match", OP_MATCH},   {"call", OP_CALL_VPRINTF}, {"trap", OP_TRAP}, {"brkpt", OP_TRAP},
     {"nanosleep", OP_NOP}, {"prefetch", OP_NOP},  {"prefetchu", OP_NOP}, {"pmevent", OP_NOP},
     {"discard", OP_NOP},   {"applypriority", OP_NOP}, {"createpolicy", OP_NOP},
-    {"cp", OP_CP_ASYNC},   {"dp4a", OP_DP4A},     {"dp2a", OP_DP2A},
+    {"cp", OP_CP_ASYNC},   {"dp4a", OP_DP4A},
 };
 
 static const char *const compare_names[] = {
@@ -1316,7 +1316,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
         return;
     }
     instruction->type = (uint8_t)types[0];
-    if (op == OP_CVT || op == OP_SET || op == OP_SLCT || op == OP_DP4A || op == OP_DP2A)
+    if (op == OP_CVT || op == OP_SET || op == OP_SLCT || op == OP_DP4A)
         instruction->type2 = (uint8_t)types[1];
     if (op == OP_ATOM && instruction->space == S_GENERIC)
         instruction->space = S_GENERIC;
