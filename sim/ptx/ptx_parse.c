@@ -818,7 +818,7 @@ static bool is_ignored_modifier(const char *modifier)
     static const char *const ignored[] = {
         "nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "acquire", "release",
         "acq_rel", "sc", "gpu", "cta", "sys", "cluster", "uni", "sync", "aligned", "weak", "mmio",
-        "noftz", "unified", "to", "full",
+        "noftz", "unified", "full",
     };
     if (strstr(modifier, "::") != NULL || strncmp(modifier, "L1", 2) == 0 || strncmp(modifier, "L2", 2) == 0)
         return true;
@@ -1287,6 +1287,10 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
         }
         if (op == OP_DIV && strcmp(modifier, "full") == 0)
             continue;
+        if (op == OP_CVTA && strcmp(modifier, "to") == 0) {
+            instruction->op = OP_CVTA_TO; /* generic to state space, the other way */
+            continue;
+        }
         if (op == OP_BFIND && strcmp(modifier, "shiftamt") == 0) {
             instruction->mode = 1; /* the left shift that brings that bit to the top */
             continue;

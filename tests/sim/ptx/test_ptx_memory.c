@@ -313,3 +313,31 @@ Test(ptx_memory, asynchronous_copies_to_shared_memory)
             cr_expect_eq(result[t * 4 + e], e < 3 ? input[t * 4 + e] : 0, "thread %u word %u", t, e);
     EXPECT_OK(cuModuleUnload(module));
 }
+
+/* cvta between generic and shared or local addresses, both ways. */
+static const char cvta_ptx[] = PTX_HEADER
+    ".visible .entry round_trip(.param .u64 out)\n{\n"
+    ".reg .b32 %r<8>; .reg .b64 %rd<12>;\n"
+    ".shared .align 4 .b8 words[256];\n.local .align 4 .b8 depot[16];\n"
+    "mov.u32 %r1, %tid.x; shl.b32 %r2, %r1, 2; mov.u32 %r3, words; add.s32 %r4, %r3, %r2;\n"
+    "cvt.u64.u32 %rd1, %r4; cvta.shared.u64 %rd2, %rd1; st.u32 [%rd2], %r1;\n"      /* generic store */
+    "cvta.to.shared.u64 %rd3, %rd2; cvt.u32.u64 %r5, %rd3; ld.shared.u32 %r6, [%r5];\n" /* and back */
+    "mov.u64 %rd4, depot; cvta.local.u64 %rd5, %rd4; st.u32 [%rd5+4], %r6;\n"
+    "cvta.to.local.u64 %rd6, %rd5; ld.local.u32 %r7, [%rd6+4]; add.s32 %r7, %r7, 100;\n"
+    "ld.param.u64 %rd7, [out]; cvta.to.global.u64 %rd8, %rd7; mul.wide.u32 %rd9, %r1, 4; add.s64 %rd10, %rd8, %rd9;\n"
+    "st.global.u32 [%rd10], %r7;\nret;\n}\n";
+
+Test(ptx_memory, generic_addresses_convert_both_ways)
+{
+    start_device(0);
+    CUmodule module = load_ptx(cvta_ptx);
+    CUdeviceptr out;
+    EXPECT_OK(cuMemAlloc(&out, 64 * 4));
+    void *params[] = {&out};
+    launch(kernel_of(module, "round_trip"), 1, 64, 0, params);
+    uint32_t result[64];
+    EXPECT_OK(cuMemcpyDtoH(result, out, sizeof result));
+    for (unsigned t = 0; t < 64; t++)
+        cr_expect_eq(result[t], t + 100, "thread %u: %u", t, result[t]);
+    EXPECT_OK(cuModuleUnload(module));
+}
