@@ -1209,7 +1209,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             continue;
         }
         if (strcmp(modifier, "ftz") == 0) { instruction->flags |= F_FTZ; continue; }
-        if (strcmp(modifier, "sat") == 0 || strcmp(modifier, "satfinite") == 0) { instruction->flags |= F_SAT; continue; }
+        if (strcmp(modifier, "sat") == 0) { instruction->flags |= F_SAT; continue; }
         if (strcmp(modifier, "approx") == 0) { instruction->flags |= F_APPROX; continue; }
         if (strcmp(modifier, "cc") == 0) { instruction->flags |= F_CC; continue; }
         if (strcmp(modifier, "lo") == 0 && op != OP_SETP && op != OP_SET) { instruction->mode = MUL_LO; continue; }
@@ -1316,6 +1316,12 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             continue;
         decode_error(builder, line, "unsupported instruction form '%.*s' (modifier .%s)",
                      (int)opcode_length, opcode_text, modifier);
+        instruction->op = OP_TRAP;
+        return;
+    }
+    if (types[0] == T_B128 || types[1] == T_B128) {
+        /* 128-bit registers and accesses (sm_90 ld/st.b128) are not modelled. */
+        decode_error(builder, line, "unsupported instruction form '%.*s' (.b128)", (int)opcode_length, opcode_text);
         instruction->op = OP_TRAP;
         return;
     }
