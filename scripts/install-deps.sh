@@ -3,7 +3,7 @@
 # missing, so a second run costs nothing.
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
-          libcriterion-dev libbsd-dev libxml2-utils python3)
+          libcriterion-dev libbsd-dev libxml2-utils python3 libzstd-dev liblz4-dev)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \

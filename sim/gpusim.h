@@ -4,10 +4,27 @@
  * host memory: device memory is lazily committed host memory, VMM
  * reservations are PROT_NONE address space, physical allocations are sparse
  * memfds counted against the device capacity, and every stream is a worker
- * thread that runs copies, memsets, host functions and event records in
- * order. Kernels cannot run: cuLaunchKernel returns
- * CUDA_ERROR_NO_BINARY_FOR_GPU. CUDA arrays, modules, graphs beyond stream
- * capture, and entry points not listed by cuGetProcAddress are not
+ * thread that runs copies, memsets, host functions, event records and
+ * kernels in order. Kernels run in a PTX interpreter (sim/ptx/): modules
+ * and libraries load from PTX text, fat binaries (the PTX entry of the
+ * highest virtual architecture up to compute_90, zstd- or LZ4-compressed)
+ * or files; cuLaunchKernel/Ex/Cooperative check the configuration as the
+ * driver does and queue the grid on its stream, whose CTAs then run on a
+ * process-wide pool of host threads. Integer, bitwise, f32/f64 arithmetic
+ * with every rounding mode, f16/bf16 add/sub/mul/fma/min/max/neg/abs and
+ * compares (scalar and x2, round to nearest), conversions, loads and
+ * stores in every state space, atomics, barriers (bar.red too), shuffles,
+ * votes, redux, cp.async, special registers, device printf and assert, and
+ * calls to the module's non-inlined, non-recursive device functions run;
+ * a kernel using anything else (other f16 instructions, textures,
+ * tensor-core and bulk-copy instructions, recursion) fails its launch with
+ * CUDA_ERROR_NOT_SUPPORTED and one line on stderr naming the instruction.
+ * GPUSIM_KERNEL_THREADS (below) sets how many host threads run CTAs.
+ * A faulting kernel (illegal or misaligned address, trap) leaves a sticky
+ * error in its context, as on a GPU. Binaries with SASS only (no PTX)
+ * cannot run: loading fails with CUDA_ERROR_NO_BINARY_FOR_GPU and a line
+ * on stderr saying how to add PTX. CUDA arrays, textures, graphs beyond
+ * stream capture, and entry points not listed by cuGetProcAddress are not
  * simulated (cuGetProcAddress reports them as not found).
  *
  * With GPUSIM_RACECHECK (below) the device also checks that every pair of
@@ -58,6 +75,10 @@
  *                         no side effect. Rules count calls made after the
                          first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
+ *   GPUSIM_KERNEL_THREADS=N  host threads that run the CTAs of a kernel,
+ *                         the launching stream's worker included, 1..256
+ *                         (default: the number of online CPUs). 1 runs
+ *                         every CTA on the stream's own worker.
  *   GPUSIM_STATS=PATH     at exit, write JSON to PATH:
  *                           {"calls": {"cuInit": 1, ...},
  *                            "peak_physical_bytes": N,
@@ -137,6 +158,10 @@ void gpusim_forget_races(void);
 /* Writes the GPUSIM_STATS document to `path` now; 0 on success, -1 with
  * errno on failure. */
 int gpusim_write_stats(const char *path);
+
+/* Thread-instructions the PTX interpreter has executed so far in this
+ * process (one per active thread per instruction), for benchmarks. */
+unsigned long long gpusim_thread_instructions(void);
 
 #ifdef __cplusplus
 }

@@ -114,6 +114,7 @@ static bool has_closed_streams(struct sim_context *context)
 static void context_teardown(struct sim_context *context)
 {
     sim_context_drain(context, true);
+    sim_modules_teardown(context);
     sim_lock();
     sim_capture_teardown(context);
     struct sim_stream *stream;
@@ -123,6 +124,8 @@ static void context_teardown(struct sim_context *context)
     sim_events_teardown(context);
     sim_free_context_memory(context);
     context->active = false;
+    /* A reset or destroyed context starts again without its kernel fault. */
+    atomic_store(&context->sticky_error, 0);
     /* The workers are idle and closing: wait until they have left, so the
      * context can be reused or freed. */
     while (has_closed_streams(context)) {
@@ -276,8 +279,11 @@ SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreate
                                    unsigned int flags, CUdevice dev)
 {
     SIM_ENTER("cuCtxCreate_v4");
-    /* Execution affinity and CIG parameters need hardware partitioning. */
-    if (ctxCreateParams != NULL)
+    /* CUDA 13's cuCtxCreate passes zeroed parameters; only real execution
+     * affinity or CIG settings need hardware partitioning. */
+    if (ctxCreateParams != NULL &&
+        ((ctxCreateParams->execAffinityParams != NULL && ctxCreateParams->numExecAffinityParams > 0) ||
+         ctxCreateParams->cigParams != NULL))
         return CUDA_ERROR_NOT_SUPPORTED;
     return context_create(pctx, flags, dev);
 }
@@ -418,7 +424,7 @@ static CUresult context_synchronize(CUcontext ctx)
         return result;
     atomic_fetch_add(&sim.synchronizations, 1);
     sim_context_drain(context, true);
-    return CUDA_SUCCESS;
+    return sim_sticky_error_or(context, CUDA_SUCCESS);
 }
 
 SIM_EXPORT_VARIANT(cuCtxSynchronize, (void), context_synchronize(NULL))

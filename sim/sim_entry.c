@@ -82,6 +82,21 @@ static CUresult injected_failure(struct sim_entry_point *entry)
 
 _Thread_local struct sim_call_site sim_call_site;
 
+/* Calls that still work in a context whose kernel faulted: making contexts
+ * current, querying them, and the resets and destroys that clear the fault. */
+static bool works_after_kernel_fault(const char *name)
+{
+    static const char *const prefixes[] = {
+        "cuCtxDestroy", "cuDevicePrimaryCtx", "cuCtxGet", "cuCtxSetCurrent", "cuCtxPopCurrent",
+        "cuCtxPushCurrent", "cuDevice", "cuDriverGetVersion", "cuGetProcAddress", "cuGetError",
+        "cuInit", "cuPointerGetAttribute",
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 CUresult sim_enter(struct sim_entry_point *entry, bool needs_init, const void *return_address)
 {
     sim_call_site.entry_name = entry->name;
@@ -93,5 +108,12 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init, const void *r
         return needs_init ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
     if (!atomic_load_explicit(&sim.initialized, memory_order_acquire))
         return needs_init ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+    /* A kernel fault is sticky: later calls in its context return it. */
+    if (needs_init && atomic_load_explicit(&sim_any_sticky_error, memory_order_acquire) &&
+        !works_after_kernel_fault(entry->name)) {
+        CUresult sticky = sim_sticky_error_or(sim_current_context(), CUDA_SUCCESS);
+        if (sticky != CUDA_SUCCESS)
+            return sticky;
+    }
     return injected_failure(entry);
 }

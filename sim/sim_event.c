@@ -233,8 +233,10 @@ static CUresult event_wait_or_query(CUevent hEvent, bool wait)
     event_target(event, &stream, &sequence, &capture_id, &recorded);
     if (capture_id != 0)
         result = CUDA_ERROR_CAPTURED_EVENT;
-    else if (stream != NULL && wait)
+    else if (stream != NULL && wait) {
         sim_stream_wait_for(stream, sequence);
+        result = sim_sticky_error_or(stream->context, result);
+    }
     else if (stream != NULL && !sim_stream_reached(stream, sequence))
         result = CUDA_ERROR_NOT_READY;
     /* A synchronize, or a query that found the event complete, tells the

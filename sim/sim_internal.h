@@ -191,6 +191,8 @@ enum sim_handle_kind {
     SIM_HANDLE_POOL,
     SIM_HANDLE_PHYSICAL,
     SIM_HANDLE_GRAPH,
+    SIM_HANDLE_MODULE,   /* CUmodule, and CUlibrary (a module with no context of its own) */
+    SIM_HANDLE_FUNCTION, /* CUfunction, and CUkernel (the same object) */
 };
 
 /* Every live object handed out to the program is registered, so a stale or
@@ -227,6 +229,9 @@ struct sim_context {
      * legacy-stream work, and a context synchronize still observes all. */
     struct sim_clock race_retired_blocking;
     struct sim_clock race_retired_all;
+    /* The fault of a kernel (CUDA_ERROR_ILLEGAL_ADDRESS, ...) that every
+     * later call in the context returns until it is reset; 0 when none. */
+    atomic_int sticky_error;
 };
 
 struct sim_state {
@@ -361,6 +366,7 @@ enum sim_work_kind {
     SIM_WORK_MARKER,
     SIM_WORK_WAIT_VALUE,
     SIM_WORK_WRITE_VALUE,
+    SIM_WORK_KERNEL,
 };
 
 struct sim_work {
@@ -412,6 +418,9 @@ struct sim_work {
             unsigned width; /* 4 or 8 bytes */
             unsigned flags; /* CU_STREAM_WAIT_VALUE_* for waits */
         } memory_value;
+        struct {
+            struct sim_kernel_launch *launch; /* owned by the item */
+        } kernel;
     } u;
 };
 
@@ -630,6 +639,53 @@ void sim_clock_free(struct sim_clock *clock);
 unsigned long long sim_racecheck_race_count(void);
 
 /* ---- copies (sim_copy.c) ------------------------------------------------ */
+
+/* ---- modules and kernels (sim_module.c, sim_launch.c) -------------------- */
+
+struct ptx_module;
+struct ptx_function;
+struct sim_kernel_launch;
+struct sim_function;
+
+/* A loaded PTX module (CUmodule) or library (CUlibrary). */
+struct sim_module {
+    struct sim_handle handle;
+    LIST_ENTRY(sim_module) link; /* all loaded modules, under sim.lock */
+    struct sim_context *context;
+    struct ptx_module *ptx;
+    struct sim_function *functions; /* one per kernel */
+    size_t function_count;
+    struct sim_range **variables;   /* device memory of .global/.const variables */
+    size_t variable_count;
+    bool library;
+};
+
+/* A kernel of a module: CUfunction and CUkernel are both this object. */
+struct sim_function {
+    struct sim_handle handle;
+    struct sim_module *module;
+    const struct ptx_function *ptx;
+    int max_dynamic_shared_bytes; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+};
+
+/* Unloads every module of a context that is being destroyed or reset (its
+ * work has drained): their variables went with the context's memory. */
+void sim_modules_teardown(struct sim_context *context);
+
+/* The live kernel behind a CUfunction or CUkernel, or NULL. Under sim.lock. */
+struct sim_function *sim_function_lookup(const void *handle);
+
+/* Worker side of a kernel launch: runs the grid, records a fault as the
+ * context's sticky error, and frees the launch. */
+void sim_kernel_run(struct sim_kernel_launch *launch);
+/* Frees a launch that will not run (its stream was capturing). */
+void sim_kernel_discard(struct sim_kernel_launch *launch);
+
+/* The context's sticky kernel fault, or `result` when there is none: for the
+ * calls that wait for device work and must report what happened during it. */
+CUresult sim_sticky_error_or(struct sim_context *context, CUresult result);
+/* True once any kernel has faulted in this process (a cheap first test). */
+extern atomic_bool sim_any_sticky_error;
 
 
 #endif

@@ -762,6 +762,12 @@ void sim_racecheck_order_submission(struct sim_stream *stream, const struct sim_
     case SIM_WORK_STREAM_CALLBACK:
     case SIM_WORK_MARKER:
         break;
+    case SIM_WORK_KERNEL:
+        /* A kernel orders like any stream work, but its loads and stores
+         * are not recorded yet: the interpreter reports them while it runs
+         * (ptx_launch.observe_access), after submission, where this
+         * detector's clocks are computed. */
+        break;
     }
 }
 

@@ -86,6 +86,9 @@ static void run_work(struct sim_stream *stream, struct sim_work *work)
     case SIM_WORK_WRITE_VALUE:
         sim_write_value(work);
         break;
+    case SIM_WORK_KERNEL:
+        sim_kernel_run(work->u.kernel.launch);
+        break;
     }
 }
 
@@ -352,6 +355,8 @@ CUresult sim_stream_submit_observed(struct sim_stream *stream, const struct sim_
             sim_stream_release(copy->u.wait.stream);
         else if (copy->kind == SIM_WORK_EVENT_RECORD)
             sim_event_release(copy->u.record.event);
+        else if (copy->kind == SIM_WORK_KERNEL)
+            sim_kernel_discard(copy->u.kernel.launch);
         free(copy);
         if (sequence != NULL)
             *sequence = 0;
@@ -449,6 +454,7 @@ CUresult sim_stream_run(CUstream handle, bool per_thread_default, const struct s
     if (result == CUDA_SUCCESS && synchronous) {
         sim_stream_wait_for(stream, sequence);
         sim_racecheck_host_observes(&observed);
+        result = sim_sticky_error_or(stream->context, result);
     }
     sim_clock_free(&observed);
     return result;
@@ -541,12 +547,13 @@ static CUresult stream_synchronize(CUstream hStream, bool per_thread_default)
         if (result == CUDA_SUCCESS) {
             sim_stream_wait_for(stream, sequence);
             sim_racecheck_host_observes(&observed);
+            result = sim_sticky_error_or(stream->context, CUDA_SUCCESS);
         }
         sim_clock_free(&observed);
         return result;
     }
     sim_stream_drain(stream, true);
-    return CUDA_SUCCESS;
+    return sim_sticky_error_or(stream->context, CUDA_SUCCESS);
 }
 
 SIM_EXPORT_VARIANT(cuStreamSynchronize, (CUstream hStream), stream_synchronize(hStream, false))

@@ -2,8 +2,8 @@
  * register device code and launch kernels (crt/host_runtime.h and
  * crt/device_functions.h declare them for C++ under __CUDACC__ only).
  * The simulated runtime exports them so binaries built by the real toolkit
- * load; it holds no device code, so every launch fails with
- * cudaErrorNoKernelImageForDevice. */
+ * load and run: a registered fat binary is loaded through the driver on
+ * first use, and launches run its PTX on the simulated device. */
 #ifndef CUDART_REGISTRATION_H
 #define CUDART_REGISTRATION_H
 
@@ -25,7 +25,8 @@ void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
                                       const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
                                       dim3 *bDim, dim3 *gDim, int *wSize);
 
-/* Associates a host shadow of a __device__ variable with its module. */
+/* Associates a host shadow of a __device__ or __constant__ variable with
+ * its module, for the symbol copies and cudaGetSymbolAddress. */
 void CUDARTAPI __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
                                  const char *deviceName, int ext, size_t size, int constant, int global);
 

@@ -5,6 +5,8 @@
  * function defined below (cudaMemcpy becomes cudaMemcpy_ptds, and so on), so
  * one definition yields both variants and the compiler checks each against
  * its header's prototype. */
+#include <stdint.h>
+
 #include "runtime_internal.h"
 
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
@@ -131,8 +133,53 @@ cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t s
 cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                        size_t sharedMem, cudaStream_t stream)
 {
-    (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-    return sim_runtime_launch_registered_kernel(func);
+    return sim_runtime_launch(func, false, gridDim, blockDim, args, sharedMem, stream, false, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                                  size_t sharedMem, cudaStream_t stream)
+{
+    return sim_runtime_launch(func, false, gridDim, blockDim, args, sharedMem, stream, true, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    /* Attributes other than a cooperative launch (clusters, priorities,
+     * programmatic serialization) are scheduling hints here. */
+    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL))
+        return sim_runtime_record(cudaErrorInvalidValue);
+    bool cooperative = false;
+    for (unsigned i = 0; i < config->numAttrs; i++)
+        if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative)
+            cooperative = true;
+    return sim_runtime_launch(func, false, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                              config->stream, cooperative, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                                         enum cudaMemcpyKind kind)
+{
+    return sim_runtime_memcpy_symbol(symbol, (void *)(uintptr_t)src, count, offset, kind, true, false, NULL,
+                                     DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                           enum cudaMemcpyKind kind)
+{
+    return sim_runtime_memcpy_symbol(symbol, dst, count, offset, kind, false, false, NULL, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
+                                              enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return sim_runtime_memcpy_symbol(symbol, (void *)(uintptr_t)src, count, offset, kind, true, true, stream,
+                                     DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
+                                                enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return sim_runtime_memcpy_symbol(symbol, dst, count, offset, kind, false, true, stream, DEFAULT_STREAM);
 }
 
 cudaError_t CUDARTAPI cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,

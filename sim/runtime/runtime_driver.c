@@ -62,6 +62,13 @@ static const struct entry_point_request driver_requests[] = {
     REQUEST(cuIpcCloseMemHandle, 4010),
     REQUEST(cuGraphDestroy, 10000),
     REQUEST(cuThreadExchangeStreamCaptureMode, 10010),
+    REQUEST(cuModuleLoadData, 2000),
+    REQUEST(cuModuleUnload, 2000),
+    REQUEST(cuModuleGetFunction, 2000),
+    REQUEST(cuModuleGetGlobal, 3020),
+    REQUEST(cuFuncGetAttribute, 2020),
+    REQUEST(cuFuncSetAttribute, 9000),
+    REQUEST(cuFuncSetCacheConfig, 3000),
 };
 
 struct stream_entry_point_request {
@@ -104,6 +111,8 @@ static const struct stream_entry_point_request stream_requests[] = {
     STREAM_REQUEST(cuStreamBeginCapture, 10010, 10010),
     STREAM_REQUEST(cuStreamEndCapture, 10000, 10000),
     STREAM_REQUEST(cuStreamIsCapturing, 10000, 10000),
+    STREAM_REQUEST(cuLaunchKernel, 4000, 7000),
+    STREAM_REQUEST(cuLaunchCooperativeKernel, 9000, 9000),
 };
 
 /* Stores the entry point, or NULL when the driver has none for this version:

@@ -45,6 +45,8 @@ struct sim_runtime_stream_entry_points {
     PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture;
     PFN_cuStreamEndCapture_v10000 cuStreamEndCapture;
     PFN_cuStreamIsCapturing_v10000 cuStreamIsCapturing;
+    PFN_cuLaunchKernel_v4000 cuLaunchKernel;
+    PFN_cuLaunchCooperativeKernel_v9000 cuLaunchCooperativeKernel;
 };
 
 /* Entry points fetched once, with flags 0. */
@@ -93,10 +95,26 @@ struct sim_runtime_driver {
     PFN_cuEventElapsedTime_v12080 cuEventElapsedTime;
     PFN_cuThreadExchangeStreamCaptureMode_v10010 cuThreadExchangeStreamCaptureMode;
     PFN_cuGraphDestroy_v10000 cuGraphDestroy;
+    PFN_cuModuleLoadData_v2000 cuModuleLoadData;
+    PFN_cuModuleUnload_v2000 cuModuleUnload;
+    PFN_cuModuleGetFunction_v2000 cuModuleGetFunction;
+    PFN_cuModuleGetGlobal_v3020 cuModuleGetGlobal;
+    PFN_cuFuncGetAttribute_v2020 cuFuncGetAttribute;
+    PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute;
+    PFN_cuFuncSetCacheConfig_v3000 cuFuncSetCacheConfig;
 
     struct sim_runtime_stream_entry_points legacy;
     struct sim_runtime_stream_entry_points per_thread;
 };
+
+/* The driver function of a kernel registered by nvcc's host code, found by
+ * its host stub (or by the handle __cudaGetKernel gave out when `by_handle`);
+ * loads the kernel's module into the current context on first use. */
+cudaError_t sim_runtime_registered_function(const void *stub_or_handle, bool by_handle, CUfunction *function);
+
+/* The device address and size of a registered __device__/__constant__
+ * variable, found by its host shadow; loads its module on first use. */
+cudaError_t sim_runtime_registered_variable(const void *symbol, CUdeviceptr *address, size_t *size);
 
 /* Filled by sim_runtime_load_driver(); read-only afterwards. */
 extern struct sim_runtime_driver sim_runtime_driver;

@@ -86,8 +86,17 @@ cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t funct
 cudaError_t sim_runtime_event_record(cudaEvent_t event, cudaStream_t stream, unsigned int flags,
                                      enum sim_runtime_default_stream default_stream);
 
-cudaError_t sim_runtime_launch_registered_kernel(const void *host_function);
-cudaError_t sim_runtime_launch_kernel_handle(cudaKernel_t kernel);
+/* Launches a registered kernel, named by its host stub or (by_handle) by
+ * the handle __cudaGetKernel returned. */
+cudaError_t sim_runtime_launch(const void *stub_or_handle, bool by_handle, dim3 grid, dim3 block, void **args,
+                               size_t shared_memory, cudaStream_t stream, bool cooperative,
+                               enum sim_runtime_default_stream default_stream);
+
+/* Copies between host or device memory and a registered device variable
+ * (to_symbol: into it), synchronously or on `stream`. */
+cudaError_t sim_runtime_memcpy_symbol(const void *symbol, void *buffer, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, bool to_symbol, bool asynchronous,
+                                      cudaStream_t stream, enum sim_runtime_default_stream default_stream);
 
 cudaError_t sim_runtime_get_driver_entry_point(const char *symbol, void **function, int cuda_version,
                                                unsigned long long flags,

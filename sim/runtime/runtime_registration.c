@@ -1,18 +1,28 @@
-/* Module registration and kernel launches for nvcc-built binaries. The sim
- * has no device to run code on, so it remembers which host stubs belong to
- * registered kernels only to tell "no kernel image for this device" (a
- * registered kernel) from "invalid device function" (anything else); it never
- * pretends a launch succeeded. */
+/* Module registration for nvcc-built binaries. nvcc's host code registers
+ * each translation unit's fat binary, its kernels (host stub -> device name)
+ * and its device variables (host shadow -> device name) before main. The
+ * runtime keeps those records and loads a fat binary through the driver
+ * (cuModuleLoadData) only when one of its kernels or variables is first
+ * used, once per context, as NVIDIA's runtime does with lazy loading. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/queue.h>
 
 #include "cudart_registration.h"
-#include "runtime_internal.h"
+#include "runtime_driver.h"
+
+/* Contexts a fat binary can be loaded in at once (one per device used). */
+#define MAX_LOADED_CONTEXTS 16
 
 struct fat_binary {
     /* First member, so a pointer to the record is the void ** handle. */
     void *fat_cubin;
+    struct {
+        CUcontext context;
+        CUmodule module;
+        cudaError_t status; /* the load's outcome, kept so a failure is not retried */
+    } loads[MAX_LOADED_CONTEXTS];
+    unsigned load_count;
 };
 
 struct registered_function {
@@ -22,8 +32,16 @@ struct registered_function {
     const char *device_name;
 };
 
+struct registered_variable {
+    LIST_ENTRY(registered_variable) link;
+    struct fat_binary *module;
+    const void *host_variable;
+    const char *device_name;
+};
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static LIST_HEAD(, registered_function) registered_functions = LIST_HEAD_INITIALIZER(registered_functions);
+static LIST_HEAD(, registered_variable) registered_variables = LIST_HEAD_INITIALIZER(registered_variables);
 
 void **CUDARTAPI __cudaRegisterFatBinary(void *fatCubin)
 {
@@ -36,7 +54,7 @@ void **CUDARTAPI __cudaRegisterFatBinary(void *fatCubin)
 
 void CUDARTAPI __cudaRegisterFatBinaryEnd(void **fatCubinHandle)
 {
-    /* Nothing is loaded lazily, so there is nothing to finish. */
+    /* Loading waits for first use, so there is nothing to finish. */
     (void)fatCubinHandle;
 }
 
@@ -55,7 +73,18 @@ void CUDARTAPI __cudaUnregisterFatBinary(void **fatCubinHandle)
         }
         entry = next;
     }
+    struct registered_variable *variable = LIST_FIRST(&registered_variables);
+    while (variable != NULL) {
+        struct registered_variable *next = LIST_NEXT(variable, link);
+        if (variable->module == module) {
+            LIST_REMOVE(variable, link);
+            free(variable);
+        }
+        variable = next;
+    }
     pthread_mutex_unlock(&registry_lock);
+    /* The modules themselves go with their contexts: at process exit the
+     * driver may already be torn down, so they are not unloaded here. */
     free(module);
 }
 
@@ -78,10 +107,16 @@ void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
 void CUDARTAPI __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
                                  const char *deviceName, int ext, size_t size, int constant, int global)
 {
-    /* Device variables only matter to symbol copies, which the sim runtime
-     * does not offer; accepting the registration lets the module load. */
-    (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName, (void)ext, (void)size,
-        (void)constant, (void)global;
+    (void)deviceAddress, (void)ext, (void)size, (void)constant, (void)global;
+    struct registered_variable *variable = calloc(1, sizeof *variable);
+    if (variable == NULL)
+        return;
+    variable->module = (struct fat_binary *)fatCubinHandle;
+    variable->host_variable = hostVar;
+    variable->device_name = deviceName;
+    pthread_mutex_lock(&registry_lock);
+    LIST_INSERT_HEAD(&registered_variables, variable, link);
+    pthread_mutex_unlock(&registry_lock);
 }
 
 char CUDARTAPI __cudaInitModule(void **fatCubinHandle)
@@ -98,13 +133,126 @@ static struct registered_function *find_by_host_function(const void *host_functi
     return NULL;
 }
 
-static struct registered_function *find_by_handle(cudaKernel_t kernel)
+static struct registered_function *find_by_handle(const void *kernel)
 {
     struct registered_function *entry;
     LIST_FOREACH(entry, &registered_functions, link)
-        if ((cudaKernel_t)(void *)entry == kernel)
+        if ((const void *)entry == kernel)
             return entry;
     return NULL;
+}
+
+static cudaError_t load_in_context(struct fat_binary *binary, CUcontext context, CUmodule *module);
+
+/* The fat binary's module in the current context, loading it on first use.
+ * Under registry_lock. */
+static cudaError_t module_in_current_context(struct fat_binary *binary, CUmodule *module)
+{
+    CUcontext context = NULL;
+    if (sim_runtime_driver.cuCtxGetCurrent == NULL || sim_runtime_driver.cuModuleLoadData == NULL)
+        return cudaErrorNotSupported;
+    if (sim_runtime_driver.cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == NULL)
+        return cudaErrorDeviceUninitialized;
+    for (unsigned i = 0; i < binary->load_count; i++)
+        if (binary->loads[i].context == context) {
+            *module = binary->loads[i].module;
+            return binary->loads[i].status;
+        }
+    if (binary->load_count == MAX_LOADED_CONTEXTS)
+        return cudaErrorNotSupported;
+    return load_in_context(binary, context, module);
+}
+
+/* Forgets the fat binary's module in the current context: a device reset
+ * unloaded it, and the next use loads it again. Under registry_lock. */
+static void forget_module(struct fat_binary *binary)
+{
+    CUcontext context = NULL;
+    if (sim_runtime_driver.cuCtxGetCurrent(&context) != CUDA_SUCCESS)
+        return;
+    for (unsigned i = 0; i < binary->load_count; i++)
+        if (binary->loads[i].context == context) {
+            binary->loads[i] = binary->loads[--binary->load_count];
+            return;
+        }
+}
+
+/* Loads the fat binary into `context` and remembers the outcome, a failure
+ * included (it would fail the same way again). */
+static cudaError_t load_in_context(struct fat_binary *binary, CUcontext context, CUmodule *module)
+{
+    CUmodule loaded = NULL;
+    CUresult result = sim_runtime_driver.cuModuleLoadData(&loaded, binary->fat_cubin);
+    cudaError_t status;
+    switch (result) {
+    case CUDA_SUCCESS: status = cudaSuccess; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: status = cudaErrorMemoryAllocation; break;
+    case CUDA_ERROR_INVALID_PTX: status = cudaErrorInvalidPtx; break;
+    /* No usable code in the image (only SASS, or not a fat binary at all):
+     * the driver has said why on stderr. */
+    default: status = cudaErrorNoKernelImageForDevice; break;
+    }
+    binary->loads[binary->load_count].context = context;
+    binary->loads[binary->load_count].module = loaded;
+    binary->loads[binary->load_count].status = status;
+    binary->load_count++;
+    *module = loaded;
+    return status;
+}
+
+cudaError_t sim_runtime_registered_function(const void *stub_or_handle, bool by_handle, CUfunction *function)
+{
+    pthread_mutex_lock(&registry_lock);
+    struct registered_function *entry = by_handle ? find_by_handle(stub_or_handle)
+                                                  : find_by_host_function(stub_or_handle);
+    cudaError_t status = cudaErrorInvalidDeviceFunction;
+    if (entry != NULL) {
+        CUmodule module;
+        status = module_in_current_context(entry->module, &module);
+        CUresult result = status == cudaSuccess
+                              ? sim_runtime_driver.cuModuleGetFunction(function, module, entry->device_name)
+                              : CUDA_SUCCESS;
+        if (result == CUDA_ERROR_INVALID_HANDLE) {
+            /* The context was reset since the module was loaded. */
+            forget_module(entry->module);
+            status = module_in_current_context(entry->module, &module);
+            result = status == cudaSuccess
+                         ? sim_runtime_driver.cuModuleGetFunction(function, module, entry->device_name)
+                         : CUDA_SUCCESS;
+        }
+        if (result != CUDA_SUCCESS)
+            status = cudaErrorNoKernelImageForDevice;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return status;
+}
+
+cudaError_t sim_runtime_registered_variable(const void *symbol, CUdeviceptr *address, size_t *size)
+{
+    pthread_mutex_lock(&registry_lock);
+    struct registered_variable *variable;
+    LIST_FOREACH(variable, &registered_variables, link)
+        if (variable->host_variable == symbol)
+            break;
+    cudaError_t status = cudaErrorInvalidSymbol;
+    if (variable != NULL) {
+        CUmodule module;
+        status = module_in_current_context(variable->module, &module);
+        CUresult result = status == cudaSuccess
+                              ? sim_runtime_driver.cuModuleGetGlobal(address, size, module, variable->device_name)
+                              : CUDA_SUCCESS;
+        if (result == CUDA_ERROR_INVALID_HANDLE) {
+            forget_module(variable->module);
+            status = module_in_current_context(variable->module, &module);
+            result = status == cudaSuccess
+                         ? sim_runtime_driver.cuModuleGetGlobal(address, size, module, variable->device_name)
+                         : CUDA_SUCCESS;
+        }
+        if (result != CUDA_SUCCESS)
+            status = cudaErrorInvalidSymbol;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return status;
 }
 
 cudaError_t CUDARTAPI __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
@@ -158,38 +306,16 @@ cudaError_t CUDARTAPI __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, 
     return cudaSuccess;
 }
 
-cudaError_t sim_runtime_launch_registered_kernel(const void *host_function)
-{
-    cudaError_t status = sim_runtime_bind_context();
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
-    pthread_mutex_lock(&registry_lock);
-    int registered = find_by_host_function(host_function) != NULL;
-    pthread_mutex_unlock(&registry_lock);
-    return sim_runtime_record(registered ? cudaErrorNoKernelImageForDevice : cudaErrorInvalidDeviceFunction);
-}
-
-cudaError_t sim_runtime_launch_kernel_handle(cudaKernel_t kernel)
-{
-    cudaError_t status = sim_runtime_bind_context();
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
-    pthread_mutex_lock(&registry_lock);
-    int registered = find_by_handle(kernel) != NULL;
-    pthread_mutex_unlock(&registry_lock);
-    return sim_runtime_record(registered ? cudaErrorNoKernelImageForDevice : cudaErrorInvalidDeviceFunction);
-}
-
 cudaError_t CUDARTAPI __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                          size_t sharedMem, cudaStream_t stream)
 {
-    (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-    return sim_runtime_launch_kernel_handle(kernel);
+    return sim_runtime_launch(kernel, true, gridDim, blockDim, args, sharedMem, stream, false,
+                              SIM_RUNTIME_LEGACY_STREAM);
 }
 
 cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                               size_t sharedMem, cudaStream_t stream)
 {
-    (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-    return sim_runtime_launch_kernel_handle(kernel);
+    return sim_runtime_launch(kernel, true, gridDim, blockDim, args, sharedMem, stream, false,
+                              SIM_RUNTIME_PER_THREAD_STREAM);
 }
