@@ -637,15 +637,22 @@ struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocat
     return point;
 }
 
+/* Under the allocator's lock. */
+static void work_done_since(struct gpucache_allocator *allocator, bool whole_device,
+                            gpucache_stream stream, struct gpucache_sync_point since)
+{
+    if (whole_device)
+        epochs_all_work_done(allocator, since);
+    else
+        epochs_stream_work_done(allocator, stream, since);
+}
+
 void gpucache_allocator_synchronized_since(struct gpucache_allocator *allocator,
                                            bool whole_device, gpucache_stream stream,
                                            struct gpucache_sync_point since)
 {
     pthread_mutex_lock(&allocator->mutex);
-    if (whole_device)
-        epochs_all_work_done(allocator, since);
-    else
-        epochs_stream_work_done(allocator, stream, since);
+    work_done_since(allocator, whole_device, stream, since);
     pthread_mutex_unlock(&allocator->mutex);
 }
 
@@ -653,10 +660,7 @@ void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool 
                                      gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
-    if (whole_device)
-        epochs_all_work_done(allocator, epochs_now(allocator));
-    else
-        epochs_stream_work_done(allocator, stream, epochs_now(allocator));
+    work_done_since(allocator, whole_device, stream, epochs_now(allocator));
     pthread_mutex_unlock(&allocator->mutex);
 }
 
