@@ -393,14 +393,19 @@ static gpucache_result set_access(void *context, int device, uint64_t address, s
     return driver()->mem_set_access(address, size, access, count);
 }
 
-CUresult cuda_driver_order_legacy_after_stream(int device, CUstream stream)
+/* Makes the legacy stream of the current context wait for the work queued
+ * so far on `stream`, without blocking the host; with `only_when_busy`,
+ * nothing is added when that work is already done, so the program's legacy
+ * stream keeps its own timing (a record and a query in the common case). */
+static CUresult order_legacy_after_stream(int device, CUstream stream, bool only_when_busy)
 {
     unsigned generation = 0;
     CUevent event = device_take_event(driver(), device, &generation);
     if (!event)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult result = driver()->event_record(event, stream);
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS &&
+        (!only_when_busy || driver()->event_query(event) == CUDA_ERROR_NOT_READY))
         result = driver()->stream_wait_event(CU_STREAM_LEGACY, event, 0);
     /* Reusing the event later is safe: a wait uses the record it saw. */
     device_return_event(driver(), device, event, generation);
@@ -415,18 +420,7 @@ CUresult cuda_driver_stream_retiring(int device, CUstream stream)
     CUresult result = device_context(device) ? enter_device_context(device, &scope) : CUDA_SUCCESS;
     if (result != CUDA_SUCCESS)
         return result;
-    unsigned generation = 0;
-    CUevent event = device_take_event(driver(), device, &generation);
-    if (!event) {
-        leave_device_context(&scope);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    result = driver()->event_record(event, stream);
-    /* An idle stream needs nothing: the common case costs a record and a
-     * query, and the program's legacy stream keeps its own timing. */
-    if (result == CUDA_SUCCESS && driver()->event_query(event) == CUDA_ERROR_NOT_READY)
-        result = driver()->stream_wait_event(CU_STREAM_LEGACY, event, 0);
-    device_return_event(driver(), device, event, generation);
+    result = order_legacy_after_stream(device, stream, true);
     leave_device_context(&scope);
     return result;
 }
@@ -438,7 +432,7 @@ CUresult cuda_driver_order_legacy_after_all_streams(int device)
     CUstream *streams = device_non_blocking_streams(device, &count);
     CUresult result = CUDA_SUCCESS;
     for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
-        result = cuda_driver_order_legacy_after_stream(device, streams[i]);
+        result = order_legacy_after_stream(device, streams[i], false);
     device_streams_release();
     free(streams);
     return result;

@@ -15,16 +15,14 @@ const struct gpucache_driver *cuda_driver_interface(void);
  * device is capturing. */
 bool cuda_driver_capture_active(int device);
 
-/* Makes the legacy stream wait for the work issued so far on `stream` (a
- * stream of `device`), without blocking the host. */
-CUresult cuda_driver_order_legacy_after_stream(int device, CUstream stream);
 /* A non-blocking stream of `device` is being destroyed while its work may
  * still run: fences on every stream record on the legacy stream and the
  * live non-blocking ones, so the legacy stream is made to wait for the
  * destroyed one's remaining work (nothing when it is idle). Without this a
  * synchronous free after the destroy would not wait for that work. */
 CUresult cuda_driver_stream_retiring(int device, CUstream stream);
-/* The same for every live non-blocking stream of `device`. */
+/* Makes the legacy stream wait for the work issued so far on every live
+ * non-blocking stream of `device`, without blocking the host. */
 CUresult cuda_driver_order_legacy_after_all_streams(int device);
 
 #endif

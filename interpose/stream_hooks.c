@@ -143,13 +143,13 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
         return result;
     }
     struct synchronization synchronizations[GPUCACHE_MAX_DEVICES] = {0};
-    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES; device++)
+    for (int device = 0; device < device_count_limit(); device++)
         if (device_context(device) == ctx)
             synchronizations[device] = synchronization_of(device_allocator(device));
     CUresult result = driver->ctx_synchronize_v2(ctx);
     if (result != CUDA_SUCCESS)
         return result;
-    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES; device++)
+    for (int device = 0; device < device_count_limit(); device++)
         device_synchronized(&synchronizations[device]);
     return result;
 }
