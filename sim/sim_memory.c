@@ -112,6 +112,11 @@ static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
         munmap(reserved, span);
         return NULL;
     }
+    /* Large allocations fault in by huge pages where the kernel allows it:
+     * a program that allocates and frees megabytes in a loop would
+     * otherwise spend most of its time in the page-fault path. */
+    if (usable >= (size_t)2 << 20)
+        (void)madvise(aligned, usable, MADV_HUGEPAGE);
     /* Keep [aligned, aligned + usable + guard page); give back the rest. */
     if (aligned > reserved)
         munmap(reserved, (size_t)(aligned - reserved));
