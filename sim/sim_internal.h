@@ -24,6 +24,7 @@
 #include <sys/tree.h>
 
 #include "gpusim.h"
+#include "ptx/ptx.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 
@@ -637,6 +638,16 @@ void sim_racecheck_context_reset(struct sim_context *context);
 void sim_clock_free(struct sim_clock *clock);
 /* Races reported so far. */
 unsigned long long sim_racecheck_race_count(void);
+/* A queued kernel in the detector: what it touches arrives while it runs. */
+struct sim_race_operation;
+/* The ptx_access_observer of a watched launch (`context` is its
+ * sim_race_operation): notes one access of a running kernel. */
+void sim_racecheck_kernel_access(void *context, unsigned worker, uintptr_t address, size_t size,
+                                 enum ptx_access access);
+/* The watched kernel has run (or never will): its accesses are checked and
+ * recorded, with everything queued after it up to the next unfinished
+ * kernel. Takes sim.lock and the race lock. */
+void sim_racecheck_kernel_finished(struct sim_race_operation *operation);
 
 /* ---- copies (sim_copy.c) ------------------------------------------------ */
 
@@ -678,8 +689,14 @@ struct sim_function *sim_function_lookup(const void *handle);
 /* Worker side of a kernel launch: runs the grid, records a fault as the
  * context's sticky error, and frees the launch. */
 void sim_kernel_run(struct sim_kernel_launch *launch);
-/* Frees a launch that will not run (its stream was capturing). */
+/* Frees a launch that will not run (its stream was capturing), or has run;
+ * tells the race detector it is over if it was watching. */
 void sim_kernel_discard(struct sim_kernel_launch *launch);
+/* The kernel's name, for reports. */
+const char *sim_kernel_name(const struct sim_kernel_launch *launch);
+/* Reports the launch's global accesses to the race detector's `operation`.
+ * Before it is queued. */
+void sim_kernel_observe(struct sim_kernel_launch *launch, struct sim_race_operation *operation);
 
 /* The context's sticky kernel fault, or `result` when there is none: for the
  * calls that wait for device work and must report what happened during it. */

@@ -35,6 +35,7 @@ struct sim_kernel_launch {
     struct sim_context *context;
     struct ptx_launch grid;
     unsigned char *params;
+    struct sim_race_operation *race; /* NULL: the race detector is not watching */
 };
 
 atomic_bool sim_any_sticky_error;
@@ -96,8 +97,22 @@ static CUresult status_error(enum ptx_status status)
 
 void sim_kernel_discard(struct sim_kernel_launch *launch)
 {
+    if (launch->race != NULL)
+        sim_racecheck_kernel_finished(launch->race);
     free(launch->params);
     free(launch);
+}
+
+const char *sim_kernel_name(const struct sim_kernel_launch *launch)
+{
+    return ptx_function_name(launch->grid.function);
+}
+
+void sim_kernel_observe(struct sim_kernel_launch *launch, struct sim_race_operation *operation)
+{
+    launch->race = operation;
+    launch->grid.observe_access = sim_racecheck_kernel_access;
+    launch->grid.observer_context = operation;
 }
 
 void sim_kernel_run(struct sim_kernel_launch *launch)
@@ -231,7 +246,7 @@ static CUresult launch_kernel(CUfunction handle, const unsigned grid[3], const u
         .params = launch->params,
         .is_accessible = kernel_may_access,
         .sm_count = SM_COUNT,
-        /* The race detector attaches here (observe_access) once it exists. */
+        /* The race detector attaches when the launch is queued. */
         .observe_access = NULL,
     };
     struct sim_work work = {.kind = SIM_WORK_KERNEL};

@@ -22,6 +22,13 @@
  * ordered after everything the retired stream did, and its slot (with a new
  * generation, which voids the old entries) goes to a new stream.
  *
+ * Kernels are operations like copies, but what they touch is known only
+ * once they have run. The shadow must see operations in the order they were
+ * queued (a linearization of happens-before, which the checks rely on), so
+ * from a queued kernel on, everything recorded waits in a list with a copy
+ * of its clock, and the list is applied in order as kernels finish. Stream
+ * slots are not reused while the list holds anything.
+ *
  * Cost (DESIGN.md): about 2x CPU per queued operation in a loop that does
  * nothing but queue small copies and memsets, mostly the race lock. */
 #include "sim_internal.h"
@@ -31,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "ptx/ptx.h"
 
 #define HOST_ACTOR 0u
 
@@ -82,6 +91,45 @@ static int interval_compare(const struct shadow_interval *a, const struct shadow
 RB_HEAD(shadow_tree, shadow_interval);
 RB_GENERATE_STATIC(shadow_tree, shadow_interval, link, interval_compare)
 
+struct pending_range {
+    uintptr_t start, end;
+    enum sim_access_mode mode;
+};
+
+/* What one worker thread saw a kernel touch, coalesced as it goes. */
+struct access_log {
+    struct pending_range *ranges;
+    size_t count, capacity;
+};
+
+enum pending_kind {
+    PENDING_ACCESSES, /* ranges of one operation */
+    PENDING_KERNEL,   /* the same, complete once the grid has run */
+    PENDING_RELEASE,  /* sim_racecheck_release */
+    PENDING_FORGET,   /* sim_racecheck_forget */
+};
+
+/* An operation recorded behind a kernel that has not finished yet. */
+struct sim_race_operation {
+    STAILQ_ENTRY(sim_race_operation) link;
+    enum pending_kind kind;
+    atomic_bool complete;
+    struct shadow_access access; /* mode unused: each range has its own */
+    struct sim_clock clock;      /* the actor's clock when it was queued */
+    struct pending_range *ranges;
+    unsigned range_count, range_capacity;
+    const char *entry_name;      /* a release's entry point */
+    struct access_log **logs;    /* a kernel's, PTX_MAX_WORKERS of them */
+    atomic_bool lost;            /* a log ran out of memory */
+};
+STAILQ_HEAD(pending_list, sim_race_operation);
+
+/* "kernel NAME" strings, which shadow entries keep after their operation. */
+struct kernel_label {
+    struct kernel_label *next;
+    char text[];
+};
+
 static struct {
     pthread_mutex_t lock;
     struct actor *actors;
@@ -102,10 +150,14 @@ static struct {
      * report on partial state. */
     bool broken;
     atomic_ullong races;
+    /* Operations queued from the oldest unfinished kernel on. */
+    struct pending_list pending;
+    struct kernel_label *kernel_labels;
 } detector = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .shadow = RB_INITIALIZER(&detector.shadow),
     .reported_actor = ~0u,
+    .pending = STAILQ_HEAD_INITIALIZER(detector.pending),
 };
 
 static bool tracking(void)
@@ -298,6 +350,9 @@ void sim_racecheck_stream_closed(struct sim_stream *stream)
 static bool retire_if_observed(unsigned actor)
 {
     struct actor *finished = &detector.actors[actor];
+    /* Waiting operations may still be checked against its accesses. */
+    if (!STAILQ_EMPTY(&detector.pending))
+        return false;
     if (clock_tick(host_clock(), actor) < finished->final_tick)
         return false;
     if (!RESERVE_ONE(detector.free_slots, detector.free_slot_capacity, detector.free_slot_count))
@@ -661,6 +716,105 @@ static bool is_tracked(uintptr_t address)
             range->kind == SIM_RANGE_MANAGED || range->kind == SIM_RANGE_RESERVATION);
 }
 
+static void apply_access(uintptr_t start, uintptr_t end, const struct shadow_access *access,
+                         const struct sim_clock *clock)
+{
+    check(start, end, access, clock);
+    if (is_write(access->mode))
+        record_write(start, end, access);
+    else
+        record_read(start, end, access);
+}
+
+/* ---- operations waiting for a kernel ------------------------------------ */
+
+static struct sim_race_operation *queue_operation(enum pending_kind kind,
+                                                  const struct shadow_access *access,
+                                                  const struct sim_clock *clock)
+{
+    struct sim_race_operation *operation = calloc(1, sizeof *operation);
+    if (operation == NULL) {
+        out_of_memory();
+        return NULL;
+    }
+    operation->kind = kind;
+    operation->access = *access;
+    atomic_init(&operation->complete, kind != PENDING_KERNEL);
+    atomic_init(&operation->lost, false);
+    clock_assign(&operation->clock, clock);
+    STAILQ_INSERT_TAIL(&detector.pending, operation, link);
+    return operation;
+}
+
+static void add_range(struct sim_race_operation *operation, uintptr_t start, uintptr_t end,
+                      enum sim_access_mode mode)
+{
+    if (!RESERVE_ONE(operation->ranges, operation->range_capacity, operation->range_count))
+        return;
+    operation->ranges[operation->range_count++] =
+        (struct pending_range){.start = start, .end = end, .mode = mode};
+}
+
+static void free_operation(struct sim_race_operation *operation)
+{
+    if (operation->logs != NULL) {
+        for (unsigned worker = 0; worker < PTX_MAX_WORKERS; worker++) {
+            if (operation->logs[worker] != NULL)
+                free(operation->logs[worker]->ranges);
+            free(operation->logs[worker]);
+        }
+        free(operation->logs);
+    }
+    free(operation->ranges);
+    sim_clock_free(&operation->clock);
+    free(operation);
+}
+
+static void release_now(uintptr_t start, uintptr_t end, const struct sim_clock *host,
+                        const struct shadow_access *release, const char *entry_name);
+
+static void apply_operation(const struct sim_race_operation *operation)
+{
+    for (unsigned i = 0; i < operation->range_count && !detector.broken; i++) {
+        const struct pending_range *range = &operation->ranges[i];
+        struct shadow_access access = operation->access;
+        access.mode = range->mode;
+        switch (operation->kind) {
+        case PENDING_ACCESSES:
+        case PENDING_KERNEL:
+            apply_access(range->start, range->end, &access, &operation->clock);
+            break;
+        case PENDING_RELEASE:
+            release_now(range->start, range->end, &operation->clock, &access,
+                        operation->entry_name);
+            break;
+        case PENDING_FORGET:
+            erase(range->start, range->end);
+            break;
+        }
+    }
+}
+
+/* Applies the waiting operations up to the first unfinished kernel. Under
+ * the race lock. */
+static void apply_finished_operations(void)
+{
+    struct sim_race_operation *head;
+    while ((head = STAILQ_FIRST(&detector.pending)) != NULL && atomic_load(&head->complete)) {
+        STAILQ_REMOVE_HEAD(&detector.pending, link);
+        if (!detector.broken)
+            apply_operation(head);
+        free_operation(head);
+    }
+    if (STAILQ_EMPTY(&detector.pending))
+        retire_observed_streams();
+}
+
+static bool waiting(void)
+{
+    return !STAILQ_EMPTY(&detector.pending);
+}
+
 void sim_racecheck_record_access(uintptr_t address, size_t bytes, enum sim_access_mode mode,
                                  struct sim_stream *stream, const char *operation,
                                  const void *return_address)
@@ -679,11 +833,163 @@ void sim_racecheck_record_access(uintptr_t address, size_t bytes, enum sim_acces
         .return_address = return_address,
     };
     uintptr_t start = address, end = address + bytes;
-    check(start, end, &access, clock);
-    if (is_write(mode))
-        record_write(start, end, &access);
-    else
-        record_read(start, end, &access);
+    if (!waiting()) {
+        apply_access(start, end, &access, clock);
+        return;
+    }
+    /* Rows of one operation share one waiting entry. */
+    struct sim_race_operation *last = STAILQ_LAST(&detector.pending, sim_race_operation, link);
+    if (last == NULL || last->kind != PENDING_ACCESSES || last->access.actor != actor ||
+        last->access.tick != access.tick)
+        last = queue_operation(PENDING_ACCESSES, &access, clock);
+    if (last != NULL)
+        add_range(last, start, end, mode);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* "kernel NAME", kept for the life of the process. Under the race lock. */
+static const char *kernel_label(const char *name)
+{
+    for (struct kernel_label *label = detector.kernel_labels; label != NULL; label = label->next)
+        if (strcmp(label->text + strlen("kernel "), name) == 0)
+            return label->text;
+    size_t length = strlen("kernel ") + strlen(name) + 1;
+    struct kernel_label *label = malloc(sizeof *label + length);
+    if (label == NULL)
+        return "kernel";
+    snprintf(label->text, length, "kernel %s", name);
+    label->next = detector.kernel_labels;
+    detector.kernel_labels = label;
+    return label->text;
+}
+
+static int compare_ranges(const void *a, const void *b)
+{
+    const struct pending_range *x = a, *y = b;
+    if (x->mode != y->mode)
+        return x->mode < y->mode ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorts by mode and address and joins what overlaps or touches. */
+static size_t coalesce(struct pending_range *ranges, size_t count)
+{
+    if (count == 0)
+        return 0;
+    qsort(ranges, count, sizeof *ranges, compare_ranges);
+    size_t kept = 0;
+    for (size_t i = 1; i < count; i++) {
+        struct pending_range *last = &ranges[kept];
+        if (ranges[i].mode == last->mode && ranges[i].start <= last->end) {
+            if (ranges[i].end > last->end)
+                last->end = ranges[i].end;
+        } else {
+            ranges[++kept] = ranges[i];
+        }
+    }
+    return kept + 1;
+}
+
+static enum sim_access_mode kernel_mode(enum ptx_access access)
+{
+    switch (access) {
+    case PTX_ACCESS_LOAD: return SIM_ACCESS_READ;
+    case PTX_ACCESS_STORE: return SIM_ACCESS_WRITE;
+    case PTX_ACCESS_ATOMIC: break;
+    }
+    return SIM_ACCESS_SYNC_WRITE; /* atomics are ordered with each other */
+}
+
+void sim_racecheck_kernel_access(void *context, unsigned worker, uintptr_t address, size_t size,
+                                 enum ptx_access access)
+{
+    struct sim_race_operation *operation = context;
+    if (worker >= PTX_MAX_WORKERS || atomic_load_explicit(&operation->lost, memory_order_relaxed))
+        return;
+    struct access_log *log = operation->logs[worker];
+    if (log == NULL && (log = operation->logs[worker] = calloc(1, sizeof *log)) == NULL) {
+        atomic_store(&operation->lost, true);
+        return;
+    }
+    enum sim_access_mode mode = kernel_mode(access);
+    uintptr_t end = address + size;
+    if (log->count > 0) {
+        /* Lanes of a warp mostly touch neighbouring bytes. */
+        struct pending_range *last = &log->ranges[log->count - 1];
+        if (last->mode == mode && address <= last->end && end >= last->start) {
+            if (address < last->start)
+                last->start = address;
+            if (end > last->end)
+                last->end = end;
+            return;
+        }
+    }
+    if (log->count == log->capacity) {
+        if (log->capacity >= 4096)
+            log->count = coalesce(log->ranges, log->count);
+        /* Grow unless coalescing freed at least half of it. */
+        if (log->count == log->capacity || log->count > log->capacity / 2) {
+            size_t grown = log->capacity == 0 ? 64 : 2 * log->capacity;
+            struct pending_range *larger = realloc(log->ranges, grown * sizeof *larger);
+            if (larger == NULL) {
+                atomic_store(&operation->lost, true);
+                return;
+            }
+            log->ranges = larger;
+            log->capacity = grown;
+        }
+    }
+    log->ranges[log->count++] = (struct pending_range){.start = address, .end = end, .mode = mode};
+}
+
+/* Under sim.lock and the race lock, from sim_racecheck_order_submission. */
+static void kernel_queued(struct sim_stream *stream, struct sim_kernel_launch *launch)
+{
+    struct sim_clock *clock = &detector.actors[stream->race_actor].clock;
+    struct shadow_access access = {
+        .actor = stream->race_actor,
+        .tick = clock_tick(clock, stream->race_actor),
+        .operation = kernel_label(sim_kernel_name(launch)),
+        .return_address = sim_call_site.return_address,
+    };
+    struct sim_race_operation *operation = queue_operation(PENDING_KERNEL, &access, clock);
+    if (operation == NULL)
+        return;
+    operation->logs = calloc(PTX_MAX_WORKERS, sizeof *operation->logs);
+    if (operation->logs == NULL) {
+        out_of_memory();
+        atomic_store(&operation->complete, true);
+        return;
+    }
+    sim_kernel_observe(launch, operation);
+}
+
+void sim_racecheck_kernel_finished(struct sim_race_operation *operation)
+{
+    sim_lock();
+    sim_racecheck_lock();
+    if (atomic_load(&operation->lost))
+        out_of_memory();
+    for (unsigned worker = 0; worker < PTX_MAX_WORKERS && !detector.broken; worker++) {
+        struct access_log *log = operation->logs[worker];
+        if (log == NULL)
+            continue;
+        log->count = coalesce(log->ranges, log->count);
+        for (size_t i = 0; i < log->count; i++)
+            add_range(operation, log->ranges[i].start, log->ranges[i].end, log->ranges[i].mode);
+    }
+    operation->range_count = (unsigned)coalesce(operation->ranges, operation->range_count);
+    /* Pinned host memory is the host's business, as for copies. */
+    unsigned kept = 0;
+    for (unsigned i = 0; i < operation->range_count; i++)
+        if (is_tracked(operation->ranges[i].start))
+            operation->ranges[kept++] = operation->ranges[i];
+    operation->range_count = kept;
+    atomic_store(&operation->complete, true);
+    apply_finished_operations();
+    sim_racecheck_unlock();
+    sim_unlock();
 }
 
 /* ---- submissions -------------------------------------------------------- */
@@ -763,10 +1069,9 @@ void sim_racecheck_order_submission(struct sim_stream *stream, const struct sim_
     case SIM_WORK_MARKER:
         break;
     case SIM_WORK_KERNEL:
-        /* A kernel orders like any stream work, but its loads and stores
-         * are not recorded yet: the interpreter reports them while it runs
-         * (ptx_launch.observe_access), after submission, where this
-         * detector's clocks are computed. */
+        /* Its loads and stores arrive while it runs; until then it holds
+         * back what is recorded after it. */
+        kernel_queued(stream, work->u.kernel.launch);
         break;
     }
 }
@@ -778,14 +1083,22 @@ void sim_racecheck_forget(uintptr_t address, size_t bytes)
     if (!tracking() || bytes == 0)
         return;
     sim_racecheck_lock();
-    erase(address, address + bytes);
+    if (waiting()) {
+        struct shadow_access none = {.actor = HOST_ACTOR};
+        struct sim_race_operation *operation = queue_operation(PENDING_FORGET, &none, host_clock());
+        if (operation != NULL)
+            add_range(operation, address, address + bytes, SIM_ACCESS_WRITE);
+    } else {
+        erase(address, address + bytes);
+    }
     sim_racecheck_unlock();
 }
 
-/* The first access in [start, end) that the host has not synchronized with. */
-static const struct shadow_access *unobserved_access(uintptr_t start, uintptr_t end)
+/* The first access in [start, end) that the host, whose clock is `host`,
+ * has not synchronized with. */
+static const struct shadow_access *unobserved_access(uintptr_t start, uintptr_t end,
+                                                     const struct sim_clock *host)
 {
-    const struct sim_clock *host = host_clock();
     for (struct shadow_interval *node = first_overlapping(start);
          node != NULL && node->start < end; node = RB_NEXT(shadow_tree, &detector.shadow, node)) {
         if (node->written && node->write.actor != HOST_ACTOR &&
@@ -799,30 +1112,47 @@ static const struct shadow_access *unobserved_access(uintptr_t start, uintptr_t 
     return NULL;
 }
 
+/* `release` is the host's operation (its tick and call site). */
+static void release_now(uintptr_t start, uintptr_t end, const struct sim_clock *host,
+                        const struct shadow_access *release, const char *entry_name)
+{
+    const struct shadow_access *in_use = unobserved_access(start, end, host);
+    if (in_use != NULL && count_race(release)) {
+        char actor[96], site[256], use_site[256];
+        describe_actor(in_use->actor, actor, sizeof actor);
+        describe_site(release->return_address, site, sizeof site);
+        describe_site(in_use->return_address, use_site, sizeof use_site);
+        fprintf(stderr,
+                "gpusim: race: %s of [%#lx, %#lx) at %s while in use: %s on %s %s it at %s "
+                "and the host has not synchronized with it\n",
+                entry_name, (unsigned long)start, (unsigned long)end, site, in_use->operation,
+                actor, is_write(in_use->mode) ? "writes" : "reads", use_site);
+        finish_report();
+    }
+    erase(start, end);
+}
+
 void sim_racecheck_release(uintptr_t address, size_t bytes)
 {
     if (!tracking() || bytes == 0)
         return;
     sim_racecheck_lock();
-    uintptr_t start = address, end = address + bytes;
-    const struct shadow_access *in_use = unobserved_access(start, end);
     struct sim_clock *host = host_clock();
-    if (in_use != NULL) {
-        struct shadow_access release = {.actor = HOST_ACTOR,
-                                        .tick = clock_advance(host, HOST_ACTOR)};
-        count_race(&release);
-        char actor[96], site[256], use_site[256];
-        describe_actor(in_use->actor, actor, sizeof actor);
-        describe_site(sim_call_site.return_address, site, sizeof site);
-        describe_site(in_use->return_address, use_site, sizeof use_site);
-        fprintf(stderr,
-                "gpusim: race: %s of [%#lx, %#lx) at %s while in use: %s on %s %s it at %s "
-                "and the host has not synchronized with it\n",
-                sim_call_site.entry_name, (unsigned long)start, (unsigned long)end, site,
-                in_use->operation, actor, is_write(in_use->mode) ? "writes" : "reads", use_site);
-        finish_report();
+    struct shadow_access release = {
+        .actor = HOST_ACTOR,
+        .tick = clock_advance(host, HOST_ACTOR),
+        .operation = sim_call_site.entry_name,
+        .return_address = sim_call_site.return_address,
+    };
+    if (waiting()) {
+        struct sim_race_operation *operation = queue_operation(PENDING_RELEASE, &release, host);
+        if (operation != NULL) {
+            operation->entry_name = sim_call_site.entry_name;
+            add_range(operation, address, address + bytes, SIM_ACCESS_WRITE);
+        }
+    } else {
+        release_now(address, address + bytes, host, &release, sim_call_site.entry_name);
     }
-    erase(start, end);
     sim_racecheck_unlock();
 }
 

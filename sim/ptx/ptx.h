@@ -93,9 +93,23 @@ enum ptx_status {
 typedef bool (*ptx_address_checker)(uintptr_t address, size_t size, uintptr_t *extent_start,
                                     uintptr_t *extent_end);
 
-/* Sees one global (or constant, or generic-to-global) access of a thread:
- * the hook a race detector can attach to. Called from worker threads. */
-typedef void (*ptx_access_observer)(void *context, uintptr_t address, size_t size, bool write);
+/* How a thread touches memory; atomics (and reductions) are ordered with
+ * each other by the memory system, plain loads and stores are not. */
+enum ptx_access {
+    PTX_ACCESS_LOAD,
+    PTX_ACCESS_STORE,
+    PTX_ACCESS_ATOMIC,
+};
+
+/* The most workers that run one grid's CTAs: the pool (at most 255) and
+ * the launching thread, whose index is 0. */
+#define PTX_MAX_WORKERS 256
+
+/* Sees one global (or constant, or generic-to-global) access of a thread
+ * running on `worker` (below PTX_MAX_WORKERS; one thread per index within a
+ * grid): the hook a race detector attaches to. Called from worker threads. */
+typedef void (*ptx_access_observer)(void *context, unsigned worker, uintptr_t address, size_t size,
+                                    enum ptx_access access);
 
 struct ptx_launch {
     const struct ptx_function *function;

@@ -373,8 +373,9 @@ static inline unsigned popcount32(uint32_t value)
 static unsigned char *resolve_address(struct cta *cta, const struct warp *warp,
                                       const struct ptx_instruction *instruction, uint8_t space,
                                       const struct ptx_operand *operand, unsigned lane, size_t size,
-                                      bool write)
+                                      enum ptx_access access)
 {
+    bool write = access != PTX_ACCESS_LOAD;
     const uint64_t *r = warp->r;
     uint64_t address = (operand->reg == PTX_NO_REGISTER ? 0 : r[(size_t)operand->reg * PTX_WARP_SIZE + lane]) +
                        (uint64_t)operand->imm;
@@ -423,7 +424,7 @@ static unsigned char *resolve_address(struct cta *cta, const struct warp *warp,
          * stores: every global, constant and generic-to-global access of
          * every thread passes here with its address, size and direction. */
         if (cta->launch->observe_access != NULL)
-            cta->launch->observe_access(cta->launch->observer_context, host, size, write);
+            cta->launch->observe_access(cta->launch->observer_context, cta->worker, host, size, access);
         return (unsigned char *)host;
     }
     }
@@ -1071,7 +1072,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 data->kind == K_REG && exec != 0) {
                 /* ld.param of a kernel parameter: one value for every lane. */
                 unsigned char *pointer = resolve_address(cta, warp, in, S_PARAM, address, __builtin_ctz(exec),
-                                                         element, false);
+                                                         element, PTX_ACCESS_LOAD);
                 if (pointer == NULL)
                     break;
                 uint64_t value = load_value(pointer, type);
@@ -1140,7 +1141,8 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             }
             LANES(remaining) {
                 unsigned char *pointer = resolve_address(cta, warp, in, in->space, address, l,
-                                                         element * count, store);
+                                                         element * count,
+                                                         store ? PTX_ACCESS_STORE : PTX_ACCESS_LOAD);
                 if (pointer == NULL)
                     break;
                 if (data->kind == K_VEC) {
@@ -1721,7 +1723,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
             /* Lanes update in lane order, as one atomic each. */
             LANES(exec) {
                 unsigned char *pointer = resolve_address(cta, warp, in, in->space == S_GENERIC ? S_GENERIC : in->space,
-                                                         address, l, size, true);
+                                                         address, l, size, PTX_ACCESS_ATOMIC);
                 if (pointer == NULL)
                     break;
                 uint64_t old;
@@ -1850,7 +1852,7 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                 memcpy(&format, area + o[0].imm, 8);
                 memcpy(&arguments, area + o[1].imm, 8);
                 struct ptx_operand format_operand = {.kind = K_ADDR, .reg = PTX_NO_REGISTER, .imm = (int64_t)format};
-                if (resolve_address(cta, warp, in, S_GENERIC, &format_operand, l, 1, false) == NULL)
+                if (resolve_address(cta, warp, in, S_GENERIC, &format_operand, l, 1, PTX_ACCESS_LOAD) == NULL)
                     break;
                 int written = ptx_vprintf((const char *)(uintptr_t)format, (const unsigned char *)(uintptr_t)arguments);
                 if (o[2].kind == K_IMM) {
@@ -1870,11 +1872,11 @@ static void run_warp(struct cta *cta, struct warp *warp, unsigned budget)
                                                                                     : size;
                 if (source_size > size)
                     source_size = size;
-                unsigned char *destination = resolve_address(cta, warp, in, S_SHARED, &o[0], l, size, true);
+                unsigned char *destination = resolve_address(cta, warp, in, S_SHARED, &o[0], l, size, PTX_ACCESS_STORE);
                 if (destination == NULL)
                     break;
                 if (source_size > 0) {
-                    unsigned char *source = resolve_address(cta, warp, in, S_GLOBAL, &o[1], l, source_size, false);
+                    unsigned char *source = resolve_address(cta, warp, in, S_GLOBAL, &o[1], l, source_size, PTX_ACCESS_LOAD);
                     if (source == NULL)
                         break;
                     memcpy(destination, source, source_size);
