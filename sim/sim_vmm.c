@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct sim_physical {
@@ -18,6 +19,9 @@ struct sim_physical {
     int fd;            /* the device's shared file, or its own when exportable */
     off_t offset;      /* where the allocation starts in fd */
     bool own_file;
+    /* From cuMemImportFromShareableHandle: the exporter's device memory,
+     * charged to the exporting process's device, not to this one. */
+    bool imported;
     unsigned handle_references; /* cuMemCreate + cuMemRetainAllocationHandle */
     unsigned map_count;
     CUmemAllocationProp properties;
@@ -59,7 +63,8 @@ static void physical_destroy_if_unused(struct sim_physical *physical)
     else /* give the pages back; the offset range is never reused */
         fallocate(physical->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, physical->offset,
                   (off_t)physical->size);
-    sim_physical_release(physical->device, physical->size);
+    if (!physical->imported)
+        sim_physical_release(physical->device, physical->size);
     free(physical);
 }
 
@@ -551,4 +556,49 @@ SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
     }
     sim_unlock();
     return result;
+}
+
+/* The importing side of a POSIX file descriptor export (from this process
+ * or, passed over a socket or inherited, from another): the descriptor is
+ * the exporter's memfd, so mappings of the new handle share its bytes. The
+ * caller keeps its descriptor, as with the driver. */
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                   void *osHandle,
+                                                   CUmemAllocationHandleType shHandleType)
+{
+    SIM_ENTER("cuMemImportFromShareableHandle");
+    if (handle == NULL || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_context *context;
+    CUresult result = sim_require_context(&context);
+    if (result != CUDA_SUCCESS)
+        return result;
+    int descriptor = (int)(intptr_t)osHandle;
+    struct stat status;
+    if (descriptor < 0 || fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode) ||
+        status.st_size <= 0 || !is_granular((size_t)status.st_size))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_physical *physical = calloc(1, sizeof *physical);
+    if (physical == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    physical->fd = fcntl(descriptor, F_DUPFD_CLOEXEC, 0);
+    if (physical->fd < 0) {
+        free(physical);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    physical->own_file = true;
+    physical->imported = true;
+    physical->device = context->device;
+    physical->size = (size_t)status.st_size;
+    physical->handle_references = 1;
+    physical->properties = (CUmemAllocationProp){
+        .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+        .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = context->device->ordinal},
+    };
+    sim_lock();
+    sim_handle_register(&physical->handle, SIM_HANDLE_PHYSICAL);
+    sim_unlock();
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)physical;
+    return CUDA_SUCCESS;
 }

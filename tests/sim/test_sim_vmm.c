@@ -273,6 +273,67 @@ Test(vmm, exportable_allocations_share_through_a_file_descriptor)
     EXPECT_OK(cuMemAddressFree(base, PAGE));
 }
 
+Test(vmm, an_imported_descriptor_maps_the_same_memory)
+{
+    start_device(0);
+    CUmemAllocationProp properties = device_properties(0);
+    properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle exported, imported;
+    EXPECT_OK(cuMemCreate(&exported, PAGE, &properties, 0));
+    size_t charged = gpusim_physical_bytes(0);
+    int descriptor = -1;
+    EXPECT_OK(cuMemExportToShareableHandle(&descriptor, exported,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    EXPECT_OK(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)descriptor,
+                                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    cr_assert_eq(gpusim_physical_bytes(0), charged, "an import takes no new device memory");
+    close(descriptor); /* the handle keeps its own reference */
+    CUmemAllocationProp seen;
+    EXPECT_OK(cuMemGetAllocationPropertiesFromHandle(&seen, imported));
+    cr_assert_eq(seen.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUdeviceptr first, second;
+    EXPECT_OK(cuMemAddressReserve(&first, PAGE, 0, 0, 0));
+    EXPECT_OK(cuMemAddressReserve(&second, PAGE, 0, 0, 0));
+    EXPECT_OK(cuMemMap(first, PAGE, 0, exported, 0));
+    EXPECT_OK(cuMemMap(second, PAGE, 0, imported, 0));
+    grant_access(first, PAGE);
+    grant_access(second, PAGE);
+    unsigned word = 0xC0FFEE;
+    EXPECT_OK(cuMemcpyHtoD(first + 64, &word, sizeof word));
+    unsigned read_back = 0;
+    EXPECT_OK(cuMemcpyDtoH(&read_back, second + 64, sizeof read_back));
+    cr_assert_eq(read_back, word, "both mappings are the same bytes");
+    EXPECT_OK(cuMemUnmap(second, PAGE));
+    EXPECT_OK(cuMemRelease(imported));
+    EXPECT_OK(cuMemUnmap(first, PAGE));
+    EXPECT_OK(cuMemRelease(exported));
+    cr_assert_eq(gpusim_physical_bytes(0), charged - PAGE);
+    EXPECT_OK(cuMemAddressFree(first, PAGE));
+    EXPECT_OK(cuMemAddressFree(second, PAGE));
+}
+
+Test(vmm, importing_what_is_not_an_exported_allocation_fails)
+{
+    start_device(0);
+    CUmemGenericAllocationHandle handle;
+    EXPECT_RESULT(cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)-1,
+                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                  CUDA_ERROR_INVALID_VALUE);
+    int pipe_ends[2];
+    cr_assert_eq(pipe(pipe_ends), 0);
+    EXPECT_RESULT(cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)pipe_ends[0],
+                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                  CUDA_ERROR_INVALID_VALUE);
+    close(pipe_ends[0]);
+    close(pipe_ends[1]);
+    EXPECT_RESULT(cuMemImportFromShareableHandle(NULL, (void *)(intptr_t)0,
+                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                  CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RESULT(cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)0,
+                                                 CU_MEM_HANDLE_TYPE_FABRIC),
+                  CUDA_ERROR_INVALID_VALUE);
+}
+
 static void small_pages(void)
 {
     setenv("GPUSIM_GRANULARITY", "64KiB", 1);
