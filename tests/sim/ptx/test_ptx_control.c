@@ -241,6 +241,8 @@ static const char fault_ptx[] = PTX_HEADER
     "ret;\n}\n"
     ".visible .entry trapper(.param .u64 address)\n{\n"
     "trap;\n}\n"
+    ".visible .entry breakpoint(.param .u64 address)\n{\n"
+    "brkpt;\n}\n"
     ".visible .entry misaligned(.param .u64 address)\n{\n"
     ".reg .b64 %rd<4>;\n"
     "ld.param.u64 %rd1, [address]; add.s64 %rd2, %rd1, 2; st.global.u32 [%rd2], 1;\n"
@@ -271,6 +273,12 @@ Test(ptx_control, an_illegal_address_is_a_sticky_error)
 Test(ptx_control, a_trap_is_a_sticky_launch_failure)
 {
     expect_sticky_fault("trapper", 0, CUDA_ERROR_LAUNCH_FAILED);
+}
+
+/* With no debugger attached, a breakpoint ends the kernel like a trap. */
+Test(ptx_control, a_breakpoint_without_a_debugger_is_a_sticky_launch_failure)
+{
+    expect_sticky_fault("breakpoint", 0, CUDA_ERROR_LAUNCH_FAILED);
 }
 
 Test(ptx_control, a_misaligned_store_is_a_sticky_error)

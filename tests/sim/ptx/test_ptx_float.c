@@ -62,6 +62,8 @@ Test(ptx_float, division_roots_and_reciprocals)
     CHECK_CASES("lg2.approx.f32 %f20, %f10;\n" RESULT_F32, {F(8.0f), 0, 0, F(3.0f)});
     CHECK_CASES("sin.approx.f32 %f20, %f10;\n" RESULT_F32, {F(0.0f), 0, 0, F(0.0f)});
     CHECK_CASES("cos.approx.f32 %f20, %f10;\n" RESULT_F32, {F(0.0f), 0, 0, F(1.0f)});
+    CHECK_CASES("tanh.approx.f32 %f20, %f10;\n" RESULT_F32, {F(0.0f), 0, 0, F(0.0f)},
+                {F(20.0f), 0, 0, F(1.0f)}, {F(-20.0f), 0, 0, F(-1.0f)});
 }
 
 Test(ptx_float, min_max_abs_neg_and_nans)

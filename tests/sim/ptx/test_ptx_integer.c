@@ -29,6 +29,9 @@ Test(ptx_integer, carry_chains)
     const char *subtract = "mov.b64 {%r2, %r3}, %rd10;\nmov.b64 {%r4, %r5}, %rd11;\n"
                            "sub.cc.u32 %r6, %r2, %r4;\nsubc.u32 %r7, %r3, %r5;\nmov.b64 %rd20, {%r6, %r7};\n";
     CHECK_CASES(subtract, {0x100000000ull, 1, 0, 0xffffffffull}, {5, 7, 0, 0xfffffffffffffffeull});
+    /* madc adds the carry that add.cc left: c * 2 + 5 + carry. */
+    CHECK_CASES("add.cc.u32 %r6, %r10, %r11;\nmadc.lo.u32 %r20, %r12, 2, 5;\n" RESULT_R32,
+                {0xffffffffu, 1, 10, 26}, {1, 1, 10, 25});
 }
 
 Test(ptx_integer, multiplies)

@@ -341,3 +341,13 @@ Test(ptx_memory, generic_addresses_convert_both_ways)
         cr_expect_eq(result[t], t + 100, "thread %u: %u", t, result[t]);
     EXPECT_OK(cuModuleUnload(module));
 }
+
+/* ldu: a load of a value every thread of the warp reads alike (a hint the
+ * interpreter has no use for: it is a plain global load). */
+Test(ptx_memory, ldu_loads_like_ld)
+{
+    start_device(0);
+    CHECK_CASES("ldu.global.u32 %r20, [%rd4];\n" RESULT_R32, {0x12345678u, 0, 0, 0x12345678u},
+                {0xfedcba9876543210ull, 0, 0, 0x76543210u});
+    CHECK_CASES("ldu.global.u64 %rd20, [%rd4+8];\n", {0, 0xfedcba9876543210ull, 0, 0xfedcba9876543210ull});
+}
