@@ -186,7 +186,7 @@ class Tracker:
             if writes:
                 needs.extend((read, key) for read in buffer.reads)
 
-        if name == "memset" or name == "htod":
+        if name in ("memset", "htod", "kernel_set"):
             buffer = self.buffer(thread, args[0])
             self.check_range(buffer, args[0], int(args[1]), int(args[2]))
             # A write covering the whole buffer is the fill that makes it
@@ -195,13 +195,13 @@ class Tracker:
             if not buffer.filled and not whole:
                 raise InvalidProgram(f"{args[0]} partly written before it was filled")
             access(args[0], args[4], True)
-        elif name == "dtod":
+        elif name in ("dtod", "kernel_copy"):
             if args[0] == args[2]:
-                raise InvalidProgram("dtod within one buffer")
+                raise InvalidProgram(f"{name} within one buffer")
             self.check_range(self.buffer(thread, args[0]), args[0], int(args[1]), int(args[4]))
             self.check_range(self.buffer(thread, args[2]), args[2], int(args[3]), int(args[4]))
             if not self.buffer(thread, args[0]).filled:
-                raise InvalidProgram(f"{args[0]} written by dtod before it was filled")
+                raise InvalidProgram(f"{args[0]} written by {name} before it was filled")
             access(args[2], args[5], False)
             access(args[0], args[5], True)
         elif name == "dtoh":
@@ -315,12 +315,12 @@ class Tracker:
         elif name == "free_async":
             self.enqueue(thread, self.stream(thread, args[1]))
             del self.buffers[args[0]]
-        elif name in ("memset", "htod"):
+        elif name in ("memset", "htod", "kernel_set"):
             buffer = self.buffer(thread, args[0])
             buffer.last_write = self.enqueue(thread, self.stream(thread, args[4]))
             buffer.reads = []
             buffer.filled = True
-        elif name == "dtod":
+        elif name in ("dtod", "kernel_copy"):
             point = self.enqueue(thread, self.stream(thread, args[5]))
             self.buffer(thread, args[2]).reads.append(point)
             target = self.buffer(thread, args[0])
@@ -422,6 +422,8 @@ SIZES = [512, 4096, 65536, 1 << 20, (2 << 20) + 512, 3 << 20, 8 << 20]
 SIZE_WEIGHTS = [3, 3, 2, 4, 2, 3, 1]
 SLEEPS_US = [2000, 10000, 30000]
 MAX_SLEEPS = 8
+# The most bytes a kernel_set or kernel_copy touches (one thread per byte).
+KERNEL_BYTES = 1 << 16
 # Destroying a stream with work still queued is correct CUDA (the work
 # completes). Half the destructions do it; --no-busy-destroy synchronises
 # every stream first. (Before the race detector kept a destroyed stream's
@@ -610,14 +612,19 @@ class Generator:
         elif r < 0.52:
             name = self.random.choice(buffers)
             offset, length = self.span(tracker.buffers[name].size)
-            kind = self.random.choice(["memset", "htod"])
+            kind = self.random.choice(["memset", "htod", "kernel_set"])
+            if kind == "kernel_set" and length > KERNEL_BYTES:
+                # One thread per byte: megabytes would dominate the run.
+                length = self.random.randint(1, KERNEL_BYTES)
             self.operation(thread, kind, name, offset, length, self.random.randrange(256),
                            self.pick_stream(thread))
         elif r < 0.60 and len(buffers) >= 2:
             target, source = self.random.sample(buffers, 2)
+            kind = "kernel_copy" if self.random.random() < 0.35 else "dtod"
             length = self.random.randint(1, min(tracker.buffers[target].size,
-                                                tracker.buffers[source].size, 1 << 20))
-            self.operation(thread, "dtod", target,
+                                                tracker.buffers[source].size,
+                                                KERNEL_BYTES if kind == "kernel_copy" else 1 << 20))
+            self.operation(thread, kind, target,
                            self.random.randint(0, tracker.buffers[target].size - length), source,
                            self.random.randint(0, tracker.buffers[source].size - length), length,
                            self.pick_stream(thread))

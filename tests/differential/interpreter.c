@@ -56,6 +56,8 @@ enum op_kind {
     OP_DTOH,
     OP_CHECKSUM,
     OP_HOST_FUNC,
+    OP_KERNEL_SET,
+    OP_KERNEL_COPY,
 };
 
 /* Argument shapes: 's' stream, 'e' event, 'b' buffer, 'r' read-back, 'n' a
@@ -89,6 +91,10 @@ static const struct {
     [OP_DTOH] = {"dtoh", "bnnsr"},          /* buffer offset length stream read-back */
     [OP_CHECKSUM] = {"checksum", "r"},
     [OP_HOST_FUNC] = {"host_func", "sn"},   /* stream microseconds */
+    /* The same effects as memset and dtod, done by kernels: one thread per
+     * byte, each a global store (and load). */
+    [OP_KERNEL_SET] = {"kernel_set", "bnnns"},   /* buffer offset length value stream */
+    [OP_KERNEL_COPY] = {"kernel_copy", "bnbnns"}, /* dst offset src offset length stream */
 };
 #define OP_KIND_COUNT (sizeof op_syntax / sizeof op_syntax[0])
 #define MAX_ARGUMENTS 6
@@ -343,6 +349,57 @@ static cudaStream_t stream_of(long long id)
     }
 }
 
+/* The kernels of kernel_set and kernel_copy, loaded once per context (a
+ * device reset unloads them). One thread per byte: p[i] = v, d[i] = s[i]. */
+static const char byte_kernels_ptx[] =
+    ".version 8.0\n.target sm_75\n.address_size 64\n"
+    ".visible .entry set_bytes(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n"
+    ".reg .pred %p<2>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<8>;\n"
+    "ld.param.u64 %rd1, [p];\nld.param.u64 %rd2, [n];\nld.param.u32 %r1, [v];\n"
+    "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\n"
+    "mul.wide.u32 %rd3, %r2, %r3;\ncvt.u64.u32 %rd4, %r4;\nadd.s64 %rd5, %rd3, %rd4;\n"
+    "setp.ge.u64 %p1, %rd5, %rd2;\n@%p1 bra DONE;\n"
+    "add.s64 %rd6, %rd1, %rd5;\nst.global.u8 [%rd6], %r1;\nDONE:\nret;\n}\n"
+    ".visible .entry copy_bytes(.param .u64 d, .param .u64 s, .param .u64 n)\n{\n"
+    ".reg .pred %p<2>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<10>;\n"
+    "ld.param.u64 %rd1, [d];\nld.param.u64 %rd7, [s];\nld.param.u64 %rd2, [n];\n"
+    "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\n"
+    "mul.wide.u32 %rd3, %r2, %r3;\ncvt.u64.u32 %rd4, %r4;\nadd.s64 %rd5, %rd3, %rd4;\n"
+    "setp.ge.u64 %p1, %rd5, %rd2;\n@%p1 bra DONE;\n"
+    "add.s64 %rd8, %rd7, %rd5;\nld.global.u8 %r1, [%rd8];\n"
+    "add.s64 %rd6, %rd1, %rd5;\nst.global.u8 [%rd6], %r1;\nDONE:\nret;\n}\n";
+
+#define BYTE_KERNEL_BLOCK 256u
+
+static pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUmodule byte_kernels;
+static CUfunction set_bytes, copy_bytes;
+
+/* Loads the byte kernels into the current context if they are not there. */
+static int require_byte_kernels(void)
+{
+    pthread_mutex_lock(&kernels_lock);
+    int result = 0;
+    if (byte_kernels == NULL) {
+        result = cuModuleLoadData(&byte_kernels, byte_kernels_ptx);
+        if (result == 0)
+            result = cuModuleGetFunction(&set_bytes, byte_kernels, "set_bytes");
+        if (result == 0)
+            result = cuModuleGetFunction(&copy_bytes, byte_kernels, "copy_bytes");
+        if (result != 0)
+            byte_kernels = NULL;
+    }
+    pthread_mutex_unlock(&kernels_lock);
+    return result;
+}
+
+static int launch_bytes(CUfunction function, void **params, size_t bytes, cudaStream_t stream)
+{
+    unsigned blocks = (unsigned)((bytes + BYTE_KERNEL_BLOCK - 1) / BYTE_KERNEL_BLOCK);
+    return cuLaunchKernel(function, blocks, 1, 1, BYTE_KERNEL_BLOCK, 1, 1, 0, (CUstream)stream,
+                          params, NULL);
+}
+
 /* The htod pattern with `seed`: each 8-byte word a mix of the seed and the
  * word's index, so that misplaced or stale bytes change the fingerprint.
  * Word-wise because the copies are up to 8 MiB and the long runs spend
@@ -441,7 +498,10 @@ static int run_op(FILE *out, const struct op *op)
         return cuCtxSynchronize();
     case OP_DEVICE_RESET: {
         int result = cudaDeviceReset();
-        /* The reset destroyed every allocation, stream and event. */
+        /* The reset destroyed every allocation, stream, event and module. */
+        pthread_mutex_lock(&kernels_lock);
+        byte_kernels = NULL;
+        pthread_mutex_unlock(&kernels_lock);
         for (long long i = 0; buffers && buffers[i].size != (size_t)-1; i++)
             buffers[i].present = false;
         /* Bind the fresh context now, so that a driver-API call that comes
@@ -507,6 +567,34 @@ static int run_op(FILE *out, const struct op *op)
         return cudaMemcpyAsync((void *)(uintptr_t)(target->address + (size_t)a[1]),
                                (const void *)(uintptr_t)(source->address + (size_t)a[3]),
                                (size_t)a[4], cudaMemcpyDeviceToDevice, stream_of(a[5]));
+    }
+    case OP_KERNEL_SET: {
+        struct buffer *buffer = &buffers[a[0]];
+        if (!buffer->present)
+            return -1;
+        int loaded = require_byte_kernels();
+        if (loaded != 0)
+            return loaded;
+        CUdeviceptr start = buffer->address + (size_t)a[1];
+        unsigned long long bytes = (unsigned long long)a[2];
+        unsigned value = (unsigned)a[3];
+        void *params[] = {&start, &bytes, &value};
+        return launch_bytes(set_bytes, params, (size_t)bytes, stream_of(a[4]));
+    }
+    case OP_KERNEL_COPY: {
+        struct buffer *target = &buffers[a[0]], *source = &buffers[a[2]];
+        if (source->tainted || !source->present)
+            taint(out, 'b', a[0], &target->tainted);
+        if (!target->present || !source->present)
+            return -1;
+        int loaded = require_byte_kernels();
+        if (loaded != 0)
+            return loaded;
+        CUdeviceptr to = target->address + (size_t)a[1];
+        CUdeviceptr from = source->address + (size_t)a[3];
+        unsigned long long bytes = (unsigned long long)a[4];
+        void *params[] = {&to, &from, &bytes};
+        return launch_bytes(copy_bytes, params, (size_t)bytes, stream_of(a[5]));
     }
     case OP_DTOH: {
         struct buffer *buffer = &buffers[a[0]];
