@@ -1,7 +1,12 @@
-/* Stream capture, as far as an allocator can observe it: which streams are
- * capturing, which calls are forbidden meanwhile, and allocations made into
- * the graph. Captured work is recorded as graph nodes and never runs; graphs
- * cannot be launched on the simulator. */
+/* Stream capture: which streams are capturing (the origin and the streams
+ * that joined it by waiting on an event recorded in it), which calls are
+ * forbidden meanwhile, and allocations made into the graph. Work queued on
+ * any stream of the capture becomes a node of its graph (sim_graph.c), in
+ * capture order, and runs only when the graph is instantiated and
+ * launched. Event records and waits inside a capture add no node: the edges
+ * they make are already respected by capture order. Not simulated: the
+ * dependency frontier (cuStreamGetCaptureInfo reports none),
+ * cuStreamUpdateCaptureDependencies and capturing into an existing graph. */
 #include "sim_internal.h"
 
 #include <stdlib.h>
