@@ -1,7 +1,12 @@
-/* Stream capture, as far as an allocator can observe it: which streams are
- * capturing, which calls are forbidden meanwhile, and allocations made into
- * the graph. Captured work is recorded as graph nodes and never runs; graphs
- * cannot be launched on the simulator. */
+/* Stream capture: which streams are capturing (the origin and the streams
+ * that joined it by waiting on an event recorded in it), which calls are
+ * forbidden meanwhile, and allocations made into the graph. Work queued on
+ * any stream of the capture becomes a node of its graph (sim_graph.c), in
+ * capture order, and runs only when the graph is instantiated and
+ * launched. Event records and waits inside a capture add no node: the edges
+ * they make are already respected by capture order. Not simulated: the
+ * dependency frontier (cuStreamGetCaptureInfo reports none),
+ * cuStreamUpdateCaptureDependencies and capturing into an existing graph. */
 #include "sim_internal.h"
 
 #include <stdlib.h>
@@ -52,22 +57,6 @@ CUresult sim_capture_check_unsafe_call(void)
     return result;
 }
 
-static bool destroy_graph_allocation(struct sim_range *range, void *graph)
-{
-    if (range->kind == SIM_RANGE_CAPTURED && range->graph == graph)
-        sim_range_destroy(range);
-    return true;
-}
-
-/* Under sim.lock. */
-static void graph_destroy(struct sim_graph *graph)
-{
-    sim_range_foreach(destroy_graph_allocation, graph);
-    if (graph->handle.kind == SIM_HANDLE_GRAPH)
-        sim_handle_unregister(&graph->handle);
-    free(graph);
-}
-
 /* Detaches every stream of the capture's context from it. */
 static void capture_detach(struct sim_capture *capture)
 {
@@ -81,7 +70,7 @@ static void capture_detach(struct sim_capture *capture)
 void sim_capture_abandon(struct sim_capture *capture)
 {
     capture_detach(capture);
-    graph_destroy(capture->graph);
+    sim_graph_destroy(capture->graph);
     free(capture);
 }
 
@@ -98,6 +87,12 @@ void sim_capture_teardown(struct sim_context *context)
 
 CUresult sim_capture_allocate(struct sim_stream *stream, size_t size, CUdeviceptr *address)
 {
+    /* The allocation node itself does nothing when the graph runs: the
+     * memory is mapped while the graph is instantiated. */
+    struct sim_work allocation_node = {.kind = SIM_WORK_MARKER};
+    CUresult result = sim_capture_record(stream->capture, &allocation_node);
+    if (result != CUDA_SUCCESS)
+        return result;
     struct sim_range *range =
         sim_range_new(SIM_RANGE_CAPTURED, stream->context, stream->context->device);
     if (range == NULL)
@@ -151,6 +146,7 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, bool p
     capture->origin = stream;
     capture->thread = pthread_self();
     capture->graph = graph;
+    graph->capturing = true;
     LIST_INSERT_HEAD(&active_captures, capture, link);
     stream->capture = capture;
     sim_unlock();
@@ -189,8 +185,9 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph, bool per_thread_
     } else {
         capture_detach(capture);
         struct sim_graph *graph = capture->graph;
+        graph->capturing = false;
         if (capture->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
-            graph_destroy(graph);
+            sim_graph_destroy(graph);
             *phGraph = NULL;
             result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         } else {
@@ -324,15 +321,4 @@ SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
     thread_capture_mode = *mode;
     *mode = previous;
     return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
-{
-    SIM_ENTER("cuGraphDestroy");
-    sim_lock();
-    bool live = sim_handle_is_live(hGraph, SIM_HANDLE_GRAPH);
-    if (live)
-        graph_destroy((struct sim_graph *)hGraph);
-    sim_unlock();
-    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

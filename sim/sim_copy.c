@@ -31,7 +31,9 @@ static bool address_accessible(uintptr_t address, size_t size, int accessor)
     bool accessible = false;
     if (range != NULL && range->kind == SIM_RANGE_RESERVATION)
         accessible = sim_vmm_is_accessible_by(address, size, accessor, NULL);
-    else if (range != NULL && range_is_device_memory(range))
+    else if (range != NULL && (range_is_device_memory(range) ||
+                               (range->kind == SIM_RANGE_CAPTURED &&
+                                sim_captured_range_usable(range))))
         accessible = size <= range->size - (address - range->base);
     sim_unlock();
     return accessible;

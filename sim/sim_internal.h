@@ -192,6 +192,7 @@ enum sim_handle_kind {
     SIM_HANDLE_POOL,
     SIM_HANDLE_PHYSICAL,
     SIM_HANDLE_GRAPH,
+    SIM_HANDLE_GRAPH_EXEC,
     SIM_HANDLE_MODULE,   /* CUmodule, and CUlibrary (a module with no context of its own) */
     SIM_HANDLE_FUNCTION, /* CUfunction, and CUkernel (the same object) */
 };
@@ -299,6 +300,9 @@ struct sim_range {
     struct sim_context *context;
     struct sim_pool *pool;
     struct sim_graph *graph; /* SIM_RANGE_CAPTURED: the graph that owns it */
+    /* SIM_RANGE_CAPTURED: the instantiation whose memory backs it now;
+     * NULL while it is only reserved. */
+    struct sim_graph_exec *graph_exec;
     unsigned host_flags;
     unsigned long long buffer_id;
     int shared_fd;       /* memfd backing, for IPC export; -1 if anonymous */
@@ -527,9 +531,38 @@ struct sim_capture {
     LIST_ENTRY(sim_capture) link;
 };
 
+/* One recorded operation: a copy of the work item its stream was given.
+ * A kernel node owns its launch, which each graph launch clones. */
+struct sim_graph_node {
+    struct sim_work work;
+};
+
+/* A captured graph: its nodes in capture order. Capture order is a
+ * topological order of the real dependency graph, which is all a replay
+ * needs. */
 struct sim_graph {
     struct sim_handle handle;
+    struct sim_graph_node **nodes;
+    size_t node_count;
+    size_t node_capacity;
+    bool capturing;                    /* under sim.lock */
+    struct sim_graph_exec *memory_exec; /* the one instantiation that maps its allocations */
 };
+
+/* An instantiated graph (CUgraphExec): its own copies of the nodes, so the
+ * graph can change or go away while it stays launchable. */
+struct sim_graph_exec {
+    struct sim_handle handle;
+    struct sim_context *context;
+    struct sim_graph_node **nodes;
+    size_t node_count;
+    bool holds_memory;         /* maps captured allocations */
+    struct sim_graph *graph;   /* holds_memory: their graph, NULL once destroyed */
+};
+
+/* Frees a graph, and the captured allocations no instantiation maps. Under
+ * sim.lock. */
+void sim_graph_destroy(struct sim_graph *graph);
 
 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when the calling thread may not make a
  * potentially unsafe call now (and invalidates the capture that forbids it). */
@@ -541,6 +574,13 @@ void sim_capture_invalidate(struct sim_capture *capture);
 /* Ends a capture without producing a graph (its stream is going away).
  * Under sim.lock. */
 void sim_capture_abandon(struct sim_capture *capture);
+/* Turns a work item submitted to a capturing stream into a node of the
+ * capture's graph, taking over what it owns. Under sim.lock. */
+CUresult sim_capture_record(struct sim_capture *capture, const struct sim_work *work);
+/* True when a captured allocation may be named by work now: while its graph
+ * is being captured, or while an instantiation maps its memory. Under
+ * sim.lock. */
+bool sim_captured_range_usable(const struct sim_range *range);
 /* The active capture with this id, or NULL. Under sim.lock. */
 struct sim_capture *sim_capture_find(unsigned long long id);
 /* Ends every capture of a context (teardown). Under sim.lock. */
@@ -692,6 +732,10 @@ void sim_kernel_run(struct sim_kernel_launch *launch);
 /* Frees a launch that will not run (its stream was capturing), or has run;
  * tells the race detector it is over if it was watching. */
 void sim_kernel_discard(struct sim_kernel_launch *launch);
+/* An independent copy of a launch (its own parameter buffer, no race
+ * observer), for graphs that launch one recorded kernel many times; NULL
+ * when out of memory. */
+struct sim_kernel_launch *sim_kernel_clone(const struct sim_kernel_launch *launch);
 /* The kernel's name, for reports. */
 const char *sim_kernel_name(const struct sim_kernel_launch *launch);
 /* Reports the launch's global accesses to the race detector's `operation`.

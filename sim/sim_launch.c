@@ -72,7 +72,8 @@ static bool kernel_may_access(uintptr_t address, size_t size, uintptr_t *extent_
             *extent_start = address;
             *extent_end = address + size;
         }
-    } else if (range != NULL && range->kind != SIM_RANGE_CAPTURED) {
+    } else if (range != NULL &&
+               (range->kind != SIM_RANGE_CAPTURED || sim_captured_range_usable(range))) {
         accessible = size <= range->size - (address - range->base);
         *extent_start = range->base;
         *extent_end = range->base + range->size;
@@ -101,6 +102,29 @@ void sim_kernel_discard(struct sim_kernel_launch *launch)
         sim_racecheck_kernel_finished(launch->race);
     free(launch->params);
     free(launch);
+}
+
+struct sim_kernel_launch *sim_kernel_clone(const struct sim_kernel_launch *launch)
+{
+    size_t bytes = ptx_function_param_bytes(launch->grid.function);
+    struct sim_kernel_launch *clone = malloc(sizeof *clone);
+    unsigned char *params = malloc(bytes ? bytes : 1);
+    if (clone == NULL || params == NULL) {
+        free(clone);
+        free(params);
+        return NULL;
+    }
+    memcpy(params, launch->params, bytes);
+    *clone = *launch;
+    clone->params = params;
+    clone->grid.params = params;
+    /* Each queued copy gets its own observer when it is queued. */
+    clone->race = NULL;
+    clone->grid.observe_access = NULL;
+    clone->grid.observer_context = NULL;
+    clone->grid.status = PTX_OK;
+    clone->grid.message[0] = '\0';
+    return clone;
 }
 
 const char *sim_kernel_name(const struct sim_kernel_launch *launch)

@@ -422,12 +422,22 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, bool per_thread_d
     }
     if (stream->capture != NULL || range->kind == SIM_RANGE_CAPTURED) {
         /* Inside a capture the free is a graph node and must name a graph
-         * allocation; a graph allocation cannot be freed outside a graph
-         * before the graph has run, which it never does here. */
+         * allocation. Outside one a graph allocation cannot be freed here:
+         * its memory belongs to the instantiation that maps it (freeing it
+         * after a launch, which CUDA allows, is not simulated). */
         bool allowed = stream->capture != NULL && range->kind == SIM_RANGE_CAPTURED;
+        if (allowed) {
+            /* A no-op node: the memory lives as long as the instantiation
+             * that maps it. */
+            struct sim_work free_node = {.kind = SIM_WORK_MARKER};
+            result = sim_capture_record(stream->capture, &free_node);
+            allowed = result == CUDA_SUCCESS;
+        }
         if (allowed)
             range->free_pending = true;
         sim_unlock();
+        if (result != CUDA_SUCCESS)
+            return result;
         return allowed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }
     range->free_pending = true;

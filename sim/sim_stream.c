@@ -348,19 +348,24 @@ CUresult sim_stream_submit_observed(struct sim_stream *stream, const struct sim_
     pthread_mutex_lock(&context->submit_lock);
     sim_lock();
     if (stream->capture != NULL) {
-        /* Captured work belongs to the graph and does not run now. */
+        /* Captured work belongs to the graph and runs when the graph is
+         * launched. Waits name a point in another stream's past and records
+         * signal host-side events: neither means anything in a replay (the
+         * capture's own event edges never reach here, see sim_event.c), so
+         * they are dropped, as are markers. */
+        bool recorded = copy->kind != SIM_WORK_WAIT && copy->kind != SIM_WORK_EVENT_RECORD &&
+                        copy->kind != SIM_WORK_MARKER;
+        CUresult result = recorded ? sim_capture_record(stream->capture, copy) : CUDA_SUCCESS;
         sim_unlock();
         pthread_mutex_unlock(&context->submit_lock);
         if (copy->kind == SIM_WORK_WAIT)
             sim_stream_release(copy->u.wait.stream);
         else if (copy->kind == SIM_WORK_EVENT_RECORD)
             sim_event_release(copy->u.record.event);
-        else if (copy->kind == SIM_WORK_KERNEL)
-            sim_kernel_discard(copy->u.kernel.launch);
         free(copy);
         if (sequence != NULL)
             *sequence = 0;
-        return CUDA_SUCCESS;
+        return result;
     }
     CUresult result = add_implicit_waits(stream);
     unsigned long long queued = 0;

@@ -115,6 +115,22 @@ cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, enum cudaStream
     return sim_runtime_stream_is_capturing(stream, pCaptureStatus, DEFAULT_STREAM);
 }
 
+cudaError_t CUDARTAPI cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                     cudaGraphInstantiateParams *instantiateParams)
+{
+    return sim_runtime_graph_instantiate_with_params(pGraphExec, graph, instantiateParams, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    return sim_runtime_graph_upload(graphExec, stream, DEFAULT_STREAM);
+}
+
+cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    return sim_runtime_graph_launch(graphExec, stream, DEFAULT_STREAM);
+}
+
 cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
     return sim_runtime_launch_host_func(stream, fn, userData, DEFAULT_STREAM);

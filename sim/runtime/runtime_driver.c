@@ -60,7 +60,11 @@ static const struct entry_point_request driver_requests[] = {
     REQUEST(cuIpcGetMemHandle, 4010),
     REQUEST(cuIpcOpenMemHandle, 11000),
     REQUEST(cuIpcCloseMemHandle, 4010),
+    REQUEST(cuGraphCreate, 10000),
     REQUEST(cuGraphDestroy, 10000),
+    REQUEST(cuGraphGetNodes, 10000),
+    REQUEST(cuGraphInstantiateWithFlags, 11040),
+    REQUEST(cuGraphExecDestroy, 10000),
     REQUEST(cuThreadExchangeStreamCaptureMode, 10010),
     REQUEST(cuModuleLoadData, 2000),
     REQUEST(cuModuleUnload, 2000),
@@ -113,6 +117,9 @@ static const struct stream_entry_point_request stream_requests[] = {
     STREAM_REQUEST(cuStreamIsCapturing, 10000, 10000),
     STREAM_REQUEST(cuLaunchKernel, 4000, 7000),
     STREAM_REQUEST(cuLaunchCooperativeKernel, 9000, 9000),
+    STREAM_REQUEST(cuGraphInstantiateWithParams, 12000, 12000),
+    STREAM_REQUEST(cuGraphUpload, 11010, 11010),
+    STREAM_REQUEST(cuGraphLaunch, 10000, 10000),
 };
 
 /* Stores the entry point, or NULL when the driver has none for this version:

@@ -47,6 +47,9 @@ struct sim_runtime_stream_entry_points {
     PFN_cuStreamIsCapturing_v10000 cuStreamIsCapturing;
     PFN_cuLaunchKernel_v4000 cuLaunchKernel;
     PFN_cuLaunchCooperativeKernel_v9000 cuLaunchCooperativeKernel;
+    PFN_cuGraphInstantiateWithParams_v12000 cuGraphInstantiateWithParams;
+    PFN_cuGraphUpload_v11010 cuGraphUpload;
+    PFN_cuGraphLaunch_v10000 cuGraphLaunch;
 };
 
 /* Entry points fetched once, with flags 0. */
@@ -94,7 +97,11 @@ struct sim_runtime_driver {
     PFN_cuEventDestroy_v4000 cuEventDestroy;
     PFN_cuEventElapsedTime_v12080 cuEventElapsedTime;
     PFN_cuThreadExchangeStreamCaptureMode_v10010 cuThreadExchangeStreamCaptureMode;
+    PFN_cuGraphCreate_v10000 cuGraphCreate;
     PFN_cuGraphDestroy_v10000 cuGraphDestroy;
+    PFN_cuGraphGetNodes_v10000 cuGraphGetNodes;
+    PFN_cuGraphInstantiateWithFlags_v11040 cuGraphInstantiateWithFlags;
+    PFN_cuGraphExecDestroy_v10000 cuGraphExecDestroy;
     PFN_cuModuleLoadData_v2000 cuModuleLoadData;
     PFN_cuModuleUnload_v2000 cuModuleUnload;
     PFN_cuModuleGetFunction_v2000 cuModuleGetFunction;

@@ -80,6 +80,15 @@ cudaError_t sim_runtime_stream_end_capture(cudaStream_t stream, cudaGraph_t *gra
                                            enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_stream_is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
                                             enum sim_runtime_default_stream default_stream);
+/* The graph calls whose stream argument may be the default stream
+ * (runtime_graph.c). */
+cudaError_t sim_runtime_graph_instantiate_with_params(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                                      cudaGraphInstantiateParams *params,
+                                                      enum sim_runtime_default_stream default_stream);
+cudaError_t sim_runtime_graph_upload(cudaGraphExec_t exec, cudaStream_t stream,
+                                     enum sim_runtime_default_stream default_stream);
+cudaError_t sim_runtime_graph_launch(cudaGraphExec_t exec, cudaStream_t stream,
+                                     enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t function, void *user_data,
                                          enum sim_runtime_default_stream default_stream);
 

@@ -141,14 +141,6 @@ cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCapture
     return status;
 }
 
-/* Graphs come only from capture here; they cannot be launched on the sim,
- * but the program must be able to destroy what it captured. */
-cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
-{
-    SIM_RUNTIME_BIND_OR_RETURN();
-    return SIM_RUNTIME_CALL(sim_runtime_driver.cuGraphDestroy, graph);
-}
-
 cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t function, void *user_data,
                                          enum sim_runtime_default_stream default_stream)
 {

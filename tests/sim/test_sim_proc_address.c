@@ -54,6 +54,9 @@ Test(proc_address, versions_select_the_abi_variant)
     expect_resolution("cuStreamGetCaptureInfo", 12030, 0, "cuStreamGetCaptureInfo_v3");
     expect_resolution("cuCtxCreate", 12000, 0, "cuCtxCreate_v3");
     expect_resolution("cuCtxCreate", 13000, 0, "cuCtxCreate_v4");
+    expect_resolution("cuGraphInstantiate", 10000, 0, "cuGraphInstantiate");
+    expect_resolution("cuGraphInstantiate", 11000, 0, "cuGraphInstantiate_v2");
+    expect_resolution("cuGraphInstantiateWithFlags", 13000, 0, "cuGraphInstantiateWithFlags");
 }
 
 Test(proc_address, the_per_thread_flag_selects_ptsz_and_ptds)
@@ -69,6 +72,11 @@ Test(proc_address, the_per_thread_flag_selects_ptsz_and_ptds)
     expect_resolution("cuStreamGetCaptureInfo", 12030, PER_THREAD, "cuStreamGetCaptureInfo_v3_ptsz");
     expect_resolution("cuStreamBeginCapture", 10000, PER_THREAD, "cuStreamBeginCapture_ptsz");
     expect_resolution("cuStreamBeginCapture", 10010, PER_THREAD, "cuStreamBeginCapture_v2_ptsz");
+    expect_resolution("cuGraphLaunch", 10000, PER_THREAD, "cuGraphLaunch_ptsz");
+    expect_resolution("cuGraphUpload", 11010, PER_THREAD, "cuGraphUpload_ptsz");
+    expect_resolution("cuGraphInstantiateWithParams", 12000, PER_THREAD,
+                      "cuGraphInstantiateWithParams_ptsz");
+    expect_resolution("cuGraphExecDestroy", 12000, PER_THREAD, "cuGraphExecDestroy");
     /* No per-thread variant: the legacy one is returned. */
     expect_resolution("cuMemAlloc", 11020, PER_THREAD, "cuMemAlloc_v2");
     expect_resolution("cuStreamCreate", 2000, PER_THREAD, "cuStreamCreate");

@@ -75,3 +75,48 @@ Test(runtime_capture, ending_a_capture_that_never_began_is_an_error)
     assert_cuda(cudaStreamEndCapture(stream, NULL), cudaErrorInvalidValue);
     assert_cuda_success(cudaStreamDestroy(stream));
 }
+
+static void CUDART_CB count_launch(void *counter)
+{
+    ++*(int *)counter;
+}
+
+Test(runtime_capture, a_captured_graph_instantiates_and_replays_on_every_launch)
+{
+    unsigned char *device = NULL;
+    assert_cuda_success(cudaMalloc((void **)&device, 128));
+    static unsigned char source[64], result[128];
+    static int launches;
+    cudaStream_t stream = capturing_stream(cudaStreamCaptureModeGlobal);
+    assert_cuda_success(cudaMemsetAsync(device, 0x42, 128, stream));
+    assert_cuda_success(cudaMemcpyAsync(device + 64, source, 64, cudaMemcpyHostToDevice, stream));
+    assert_cuda_success(cudaMemcpyAsync(result, device, 128, cudaMemcpyDeviceToHost, stream));
+    assert_cuda_success(cudaLaunchHostFunc(stream, count_launch, &launches));
+    cudaGraph_t graph = NULL;
+    assert_cuda_success(cudaStreamEndCapture(stream, &graph));
+    size_t count = 0;
+    assert_cuda(cudaGraphGetNodes(graph, NULL, NULL), cudaErrorInvalidValue);
+    assert_cuda_success(cudaGraphGetNodes(graph, NULL, &count));
+    cr_assert_eq(count, 4);
+
+    cudaGraphExec_t exec = NULL;
+    cudaGraphInstantiateParams params = {.flags = cudaGraphInstantiateFlagUpload,
+                                         .uploadStream = stream,
+                                         .result_out = cudaGraphInstantiateError};
+    assert_cuda_success(cudaGraphInstantiateWithParams(&exec, graph, &params));
+    cr_assert_eq(params.result_out, cudaGraphInstantiateSuccess);
+    assert_cuda_success(cudaGraphDestroy(graph));
+    for (int launch = 0; launch < 3; launch++) {
+        memset(source, launch + 1, sizeof source);
+        /* The legacy default stream as well as a created one. */
+        assert_cuda_success(cudaGraphLaunch(exec, launch == 1 ? 0 : stream));
+        assert_cuda_success(cudaDeviceSynchronize());
+        for (size_t i = 0; i < sizeof result; i++)
+            cr_assert_eq(result[i], i < 64 ? 0x42 : launch + 1);
+        cr_assert_eq(launches, launch + 1);
+    }
+    assert_cuda_success(cudaGraphExecDestroy(exec));
+    assert_cuda(cudaGraphExecDestroy(exec), cudaErrorInvalidResourceHandle);
+    assert_cuda_success(cudaStreamDestroy(stream));
+    assert_cuda_success(cudaFree(device));
+}

@@ -92,3 +92,41 @@ Test(runtime_per_thread_stream, driver_entry_points_default_to_the_per_thread_va
     cr_assert_eq(found, cudaDriverEntryPointSuccess);
     cr_assert_eq(function, driver_symbol("cuStreamSynchronize_ptsz"));
 }
+
+/* A graph launched on stream 0 goes to the per-thread stream: launched
+ * while that stream captures, its node joins the capture (on the legacy
+ * stream it would be an implicit dependency on a capturing blocking stream
+ * and fail). */
+Test(runtime_per_thread_stream, a_graph_launch_on_stream_zero_uses_the_per_thread_stream)
+{
+    unsigned char *device = NULL;
+    assert_cuda_success(cudaMalloc((void **)&device, 64));
+    cudaStream_t side;
+    assert_cuda_success(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    assert_cuda_success(cudaStreamBeginCapture(side, cudaStreamCaptureModeGlobal));
+    assert_cuda_success(cudaMemsetAsync(device, 0x3C, 64, side));
+    cudaGraph_t inner = NULL, outer = NULL;
+    assert_cuda_success(cudaStreamEndCapture(side, &inner));
+    cudaGraphExec_t inner_exec = NULL, outer_exec = NULL;
+    assert_cuda_success(cudaGraphInstantiate(&inner_exec, inner, 0));
+
+    assert_cuda_success(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal));
+    assert_cuda_success(cudaGraphLaunch(inner_exec, 0));
+    assert_cuda_success(cudaStreamEndCapture(0, &outer));
+    size_t count = 0;
+    assert_cuda_success(cudaGraphGetNodes(outer, NULL, &count));
+    cr_assert_eq(count, 1);
+
+    assert_cuda_success(cudaGraphInstantiate(&outer_exec, outer, 0));
+    assert_cuda_success(cudaGraphUpload(outer_exec, 0));
+    assert_cuda_success(cudaGraphLaunch(outer_exec, 0));
+    unsigned char host[64] = {0};
+    assert_cuda_success(cudaMemcpy(host, device, sizeof host, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sizeof host; i++)
+        cr_assert_eq(host[i], 0x3C);
+    assert_cuda_success(cudaGraphExecDestroy(outer_exec));
+    assert_cuda_success(cudaGraphExecDestroy(inner_exec));
+    assert_cuda_success(cudaGraphDestroy(outer));
+    assert_cuda_success(cudaGraphDestroy(inner));
+    assert_cuda_success(cudaFree(device));
+}
