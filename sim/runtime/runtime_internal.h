@@ -80,6 +80,9 @@ cudaError_t sim_runtime_stream_end_capture(cudaStream_t stream, cudaGraph_t *gra
                                            enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_stream_is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
                                             enum sim_runtime_default_stream default_stream);
+cudaError_t sim_runtime_stream_add_callback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                            void *user_data, unsigned int flags,
+                                            enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t function, void *user_data,
                                          enum sim_runtime_default_stream default_stream);
 
