@@ -1,6 +1,7 @@
 /* Device queries through the runtime: counts, properties and attributes come
  * from the driver, invalid ordinals are cudaErrorInvalidDevice, and the
- * versions are the CUDA 13 ones. */
+ * versions are the CUDA 13 ones; device flags, peer access and the no-op
+ * profiler calls. */
 #include <stdlib.h>
 
 #include <cuda_profiler_api.h>

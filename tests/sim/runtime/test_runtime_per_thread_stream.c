@@ -92,3 +92,31 @@ Test(runtime_per_thread_stream, driver_entry_points_default_to_the_per_thread_va
     cr_assert_eq(found, cudaDriverEntryPointSuccess);
     cr_assert_eq(function, driver_symbol("cuStreamSynchronize_ptsz"));
 }
+
+static void CUDART_CB record_callback_stream(cudaStream_t stream, cudaError_t status, void *seen_pointer)
+{
+    cudaStream_t *seen = seen_pointer;
+    *seen = status == cudaSuccess ? stream : (cudaStream_t)-1;
+}
+
+Test(runtime_per_thread_stream, a_stream_callback_runs_on_the_per_thread_stream, .timeout = 10)
+{
+    /* Another thread's default stream is held: on the legacy stream the
+     * callback would wait for it; on this thread's own stream
+     * (cudaStreamAddCallback_ptsz) it runs. */
+    struct blocked_thread blocked = { STREAM_GATE_INITIALIZER, 0 };
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, block_own_default_stream, &blocked), 0);
+    while (atomic_load(&blocked.enqueued) == 0)
+        sleep_milliseconds(1);
+    cr_assert_eq(atomic_load(&blocked.enqueued), 1);
+    cudaStream_t seen = (cudaStream_t)-2;
+    assert_cuda_success(cudaStreamAddCallback(0, record_callback_stream, &seen, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_neq(seen, (cudaStream_t)-2, "the callback did not run");
+    cr_assert_neq(seen, (cudaStream_t)-1, "the callback saw an error");
+    stream_gate_open(&blocked.gate);
+    void *status;
+    cr_assert_eq(pthread_join(thread, &status), 0);
+    cr_assert_eq((intptr_t)status, cudaSuccess);
+}
