@@ -150,3 +150,52 @@ cudaError_t CUDARTAPI cudaDeviceReset(void)
     thread_binding.bound = false;
     return sim_runtime_record_driver(result);
 }
+
+/* Device flags are the flags of the current device's primary context. The
+ * runtime always maps pinned host memory, so cudaDeviceMapHost is accepted,
+ * not passed to the driver, and always reported. */
+#define RUNTIME_DEVICE_FLAGS                                                                       \
+    (cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops)
+
+cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags)
+{
+    if ((flags & ~(unsigned)RUNTIME_DEVICE_FLAGS) != 0)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    /* One scheduling policy at most: spin, yield and blocking sync exclude each other. */
+    unsigned schedule = flags & cudaDeviceScheduleMask;
+    if (schedule != cudaDeviceScheduleAuto && schedule != cudaDeviceScheduleSpin &&
+        schedule != cudaDeviceScheduleYield && schedule != cudaDeviceScheduleBlockingSync)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    cudaError_t status = sim_runtime_load_driver();
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    CUdevice handle;
+    CUresult result = sim_runtime_driver.cuDeviceGet(&handle, thread_binding.device);
+    if (result != CUDA_SUCCESS)
+        return sim_runtime_record_driver(result);
+    status = SIM_RUNTIME_CALL(sim_runtime_driver.cuDevicePrimaryCtxSetFlags, handle,
+                              flags & ~(unsigned)cudaDeviceMapHost);
+    if (status != cudaSuccess)
+        return status;
+    /* As since CUDA 12: the device is initialised with the flags. */
+    return sim_runtime_record(sim_runtime_bind_context());
+}
+
+cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned int *flags)
+{
+    if (flags == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    cudaError_t status = sim_runtime_load_driver();
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    CUdevice handle;
+    CUresult result = sim_runtime_driver.cuDeviceGet(&handle, thread_binding.device);
+    if (result != CUDA_SUCCESS)
+        return sim_runtime_record_driver(result);
+    unsigned int context_flags = 0;
+    int active = 0;
+    status = SIM_RUNTIME_CALL(sim_runtime_driver.cuDevicePrimaryCtxGetState, handle, &context_flags, &active);
+    if (status == cudaSuccess)
+        *flags = context_flags | cudaDeviceMapHost;
+    return status;
+}

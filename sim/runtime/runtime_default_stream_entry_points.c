@@ -136,6 +136,12 @@ cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, v
     return sim_runtime_launch_host_func(stream, fn, userData, DEFAULT_STREAM);
 }
 
+cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                            unsigned int flags)
+{
+    return sim_runtime_stream_add_callback(stream, callback, userData, flags, DEFAULT_STREAM);
+}
+
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     return sim_runtime_event_record(event, stream, 0, DEFAULT_STREAM);

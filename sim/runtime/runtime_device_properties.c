@@ -164,3 +164,17 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
     return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceGetAttribute, value, (CUdevice_attribute)attr,
                             handle);
 }
+
+cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+{
+    if (canAccessPeer == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    CUdevice handle, peer_handle;
+    cudaError_t status = sim_runtime_device_handle(device, &handle);
+    if (status == cudaSuccess)
+        status = sim_runtime_device_handle(peerDevice, &peer_handle);
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    /* A device is never its own peer: the answer is 0. */
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceCanAccessPeer, canAccessPeer, handle, peer_handle);
+}

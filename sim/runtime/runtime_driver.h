@@ -33,6 +33,7 @@ struct sim_runtime_stream_entry_points {
     PFN_cuMemsetD8_v3020 cuMemsetD8;
     PFN_cuMemsetD8Async_v3020 cuMemsetD8Async;
     PFN_cuLaunchHostFunc_v10000 cuLaunchHostFunc;
+    PFN_cuStreamAddCallback_v5000 cuStreamAddCallback;
     PFN_cuEventRecord_v2000 cuEventRecord;
     PFN_cuEventRecordWithFlags_v11010 cuEventRecordWithFlags;
     PFN_cuStreamGetPriority_v5050 cuStreamGetPriority;
@@ -70,6 +71,9 @@ struct sim_runtime_driver {
      * the _v2 ones the public typedefs describe. */
     PFN_cuDevicePrimaryCtxRelease_v11000 cuDevicePrimaryCtxRelease;
     PFN_cuDevicePrimaryCtxReset_v11000 cuDevicePrimaryCtxReset;
+    PFN_cuDevicePrimaryCtxSetFlags_v11000 cuDevicePrimaryCtxSetFlags;
+    PFN_cuDevicePrimaryCtxGetState_v7000 cuDevicePrimaryCtxGetState;
+    PFN_cuDeviceCanAccessPeer_v4000 cuDeviceCanAccessPeer;
     PFN_cuCtxSetCurrent_v4000 cuCtxSetCurrent;
     PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;
     PFN_cuCtxGetDevice_v2000 cuCtxGetDevice;
@@ -82,8 +86,16 @@ struct sim_runtime_driver {
     PFN_cuDeviceGetDefaultMemPool_v11020 cuDeviceGetDefaultMemPool;
     PFN_cuDeviceGetMemPool_v11020 cuDeviceGetMemPool;
     PFN_cuDeviceSetMemPool_v11020 cuDeviceSetMemPool;
+    PFN_cuMemPoolCreate_v11020 cuMemPoolCreate;
+    PFN_cuMemPoolDestroy_v11020 cuMemPoolDestroy;
+    PFN_cuMemPoolSetAttribute_v11020 cuMemPoolSetAttribute;
+    PFN_cuMemPoolGetAttribute_v11020 cuMemPoolGetAttribute;
+    PFN_cuMemPoolTrimTo_v11020 cuMemPoolTrimTo;
     PFN_cuMemHostAlloc_v2020 cuMemHostAlloc;
     PFN_cuMemFreeHost_v2000 cuMemFreeHost;
+    PFN_cuMemHostRegister_v6050 cuMemHostRegister;
+    PFN_cuMemHostUnregister_v4000 cuMemHostUnregister;
+    PFN_cuMemHostGetDevicePointer_v3020 cuMemHostGetDevicePointer;
     PFN_cuPointerGetAttributes_v7000 cuPointerGetAttributes;
     PFN_cuIpcGetMemHandle_v4010 cuIpcGetMemHandle;
     PFN_cuIpcOpenMemHandle_v11000 cuIpcOpenMemHandle;

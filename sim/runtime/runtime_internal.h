@@ -89,6 +89,9 @@ cudaError_t sim_runtime_graph_upload(cudaGraphExec_t exec, cudaStream_t stream,
                                      enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_graph_launch(cudaGraphExec_t exec, cudaStream_t stream,
                                      enum sim_runtime_default_stream default_stream);
+cudaError_t sim_runtime_stream_add_callback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                            void *user_data, unsigned int flags,
+                                            enum sim_runtime_default_stream default_stream);
 cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t function, void *user_data,
                                          enum sim_runtime_default_stream default_stream);
 

@@ -114,6 +114,58 @@ cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
     return SIM_RUNTIME_CALL(sim_runtime_driver.cuDeviceSetMemPool, handle, (CUmemoryPool)memPool);
 }
 
+/* Explicit pools. cudaMemPoolProps, cudaMemLocation and the allocation,
+ * handle and location enums lay out and number as the driver's, and the
+ * cudaMemPoolAttr values are the CU_MEMPOOL_ATTR_* ones. */
+_Static_assert(sizeof(struct cudaMemPoolProps) == sizeof(CUmemPoolProps),
+               "cudaMemPoolProps and CUmemPoolProps differ");
+_Static_assert((int)cudaMemPoolAttrReleaseThreshold == (int)CU_MEMPOOL_ATTR_RELEASE_THRESHOLD &&
+                   (int)cudaMemPoolAttrUsedMemHigh == (int)CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+               "pool attributes numbered differently");
+
+cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (memPool == NULL || poolProps == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemPoolCreate, (CUmemoryPool *)memPool,
+                            (const CUmemPoolProps *)poolProps);
+}
+
+cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (memPool == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemPoolDestroy, (CUmemoryPool)memPool);
+}
+
+cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (memPool == NULL || value == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemPoolSetAttribute, (CUmemoryPool)memPool,
+                            (CUmemPool_attribute)attr, value);
+}
+
+cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (memPool == NULL || value == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemPoolGetAttribute, (CUmemoryPool)memPool,
+                            (CUmemPool_attribute)attr, value);
+}
+
+cudaError_t CUDARTAPI cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (memPool == NULL)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemPoolTrimTo, (CUmemoryPool)memPool, minBytesToKeep);
+}
+
 cudaError_t CUDARTAPI cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     SIM_RUNTIME_BIND_OR_RETURN();
@@ -135,6 +187,36 @@ cudaError_t CUDARTAPI cudaFreeHost(void *ptr)
     if (ptr == NULL)
         return cudaSuccess;
     return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemFreeHost, ptr);
+}
+
+/* Page-locking existing host memory. The cudaHostRegister* flags have the
+ * values of the CU_MEMHOSTREGISTER_* ones. */
+cudaError_t CUDARTAPI cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    if (ptr == NULL || size == 0)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemHostRegister, ptr, size, flags);
+}
+
+cudaError_t CUDARTAPI cudaHostUnregister(void *ptr)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    /* Memory never registered, NULL included, is cudaErrorHostMemoryNotRegistered. */
+    return SIM_RUNTIME_CALL(sim_runtime_driver.cuMemHostUnregister, ptr);
+}
+
+cudaError_t CUDARTAPI cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    /* Flags are reserved and must be 0. */
+    if (pDevice == NULL || pHost == NULL || flags != 0)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    CUdeviceptr address = 0;
+    cudaError_t status = SIM_RUNTIME_CALL(sim_runtime_driver.cuMemHostGetDevicePointer, &address, pHost, 0);
+    if (status == cudaSuccess)
+        *pDevice = pointer_from_device(address);
+    return status;
 }
 
 cudaError_t CUDARTAPI cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)

@@ -2,6 +2,8 @@
  * events, host functions and stream capture. A runtime stream is a driver
  * stream (cudaStream_t and CUstream are the same type), and the stream flag,
  * priority and capture enums number their values as the driver's do. */
+#include <stdlib.h>
+
 #include "runtime_driver.h"
 
 cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
@@ -149,4 +151,49 @@ cudaError_t sim_runtime_launch_host_func(cudaStream_t stream, cudaHostFn_t funct
         return sim_runtime_record(cudaErrorInvalidValue);
     return SIM_RUNTIME_CALL(sim_runtime_stream_entry_points(default_stream)->cuLaunchHostFunc, stream,
                             function, user_data);
+}
+
+/* cudaStreamAddCallback: the callback receives a runtime error code where the
+ * driver's passes a CUresult, so each registration carries the runtime
+ * callback to a trampoline that converts the status. */
+struct stream_callback {
+    cudaStreamCallback_t callback;
+    void *user_data;
+};
+
+static void CUDA_CB stream_callback_trampoline(CUstream stream, CUresult status, void *data)
+{
+    struct stream_callback registration = *(struct stream_callback *)data;
+    free(data);
+    registration.callback(stream, sim_runtime_error_from_driver(status), registration.user_data);
+}
+
+cudaError_t sim_runtime_stream_add_callback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                            void *user_data, unsigned int flags,
+                                            enum sim_runtime_default_stream default_stream)
+{
+    SIM_RUNTIME_BIND_OR_RETURN();
+    /* Flags are reserved and must be 0. */
+    if (callback == NULL || flags != 0)
+        return sim_runtime_record(cudaErrorInvalidValue);
+    const struct sim_runtime_stream_entry_points *entry_points = sim_runtime_stream_entry_points(default_stream);
+    /* A captured callback could run once per graph launch, or never, so the
+     * registration could not be freed when it ran: capture is refused, as
+     * stream callbacks are not supported in stream capture. */
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    cudaError_t status = SIM_RUNTIME_CALL(entry_points->cuStreamIsCapturing, stream, &capture);
+    if (status != cudaSuccess)
+        return status;
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        return sim_runtime_record(cudaErrorStreamCaptureUnsupported);
+    struct stream_callback *registration = malloc(sizeof *registration);
+    if (registration == NULL)
+        return sim_runtime_record(cudaErrorMemoryAllocation);
+    registration->callback = callback;
+    registration->user_data = user_data;
+    status = SIM_RUNTIME_CALL(entry_points->cuStreamAddCallback, stream, stream_callback_trampoline,
+                              registration, 0);
+    if (status != cudaSuccess)
+        free(registration);
+    return status;
 }

@@ -1,7 +1,10 @@
 /* Device queries through the runtime: counts, properties and attributes come
  * from the driver, invalid ordinals are cudaErrorInvalidDevice, and the
- * versions are the CUDA 13 ones. */
+ * versions are the CUDA 13 ones; device flags, peer access and the no-op
+ * profiler calls. */
 #include <stdlib.h>
+
+#include <cuda_profiler_api.h>
 
 #include "runtime_test_support.h"
 
@@ -53,4 +56,78 @@ Test(runtime_device, versions_are_cuda_13)
     cr_assert_eq(runtime_version, 13000);
     cr_assert_geq(driver_version, 13000);
     assert_cuda(cudaRuntimeGetVersion(NULL), cudaErrorInvalidValue);
+}
+
+Test(runtime_device, device_flags_are_the_primary_contexts_and_always_map_host_memory)
+{
+    unsigned int flags = 0xffffffffu;
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceMapHost, "flags before any are set: 0x%x", flags);
+    assert_cuda_success(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost));
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceScheduleBlockingSync | cudaDeviceMapHost, "flags 0x%x", flags);
+
+    /* The driver sees the flags on the device's primary context. */
+    CUresult (*get_state)(CUdevice, unsigned int *, int *);
+    void *symbol = driver_symbol("cuDevicePrimaryCtxGetState");
+    memcpy(&get_state, &symbol, sizeof get_state);
+    unsigned int context_flags = 0;
+    int active = 0;
+    assert_driver_success(get_state(0, &context_flags, &active));
+    cr_assert_eq(context_flags, CU_CTX_SCHED_BLOCKING_SYNC);
+    cr_assert(active, "setting device flags initialises the device");
+
+    /* Flags can change on an initialised device. */
+    assert_cuda_success(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceScheduleSpin | cudaDeviceMapHost);
+}
+
+Test(runtime_device, device_flags_reject_unknown_and_conflicting_flags)
+{
+    assert_cuda(cudaSetDeviceFlags(0x100), cudaErrorInvalidValue);
+    assert_cuda(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "the failure is recorded");
+    assert_cuda(cudaGetDeviceFlags(NULL), cudaErrorInvalidValue);
+    unsigned int flags = 0;
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceMapHost, "a rejected call changes nothing");
+}
+
+Test(runtime_device, device_flags_follow_the_current_device)
+{
+    setenv("GPUSIM_DEVICES", "2", 1);
+    assert_cuda_success(cudaSetDevice(1));
+    assert_cuda_success(cudaSetDeviceFlags(cudaDeviceScheduleYield));
+    assert_cuda_success(cudaSetDevice(0));
+    unsigned int flags = 0;
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceMapHost);
+    assert_cuda_success(cudaSetDevice(1));
+    assert_cuda_success(cudaGetDeviceFlags(&flags));
+    cr_assert_eq(flags, cudaDeviceScheduleYield | cudaDeviceMapHost);
+}
+
+Test(runtime_device, peers_are_other_devices)
+{
+    setenv("GPUSIM_DEVICES", "2", 1);
+    int can_access = -1;
+    assert_cuda_success(cudaDeviceCanAccessPeer(&can_access, 0, 1));
+    cr_assert_eq(can_access, 1);
+    assert_cuda_success(cudaDeviceCanAccessPeer(&can_access, 1, 0));
+    cr_assert_eq(can_access, 1);
+    assert_cuda_success(cudaDeviceCanAccessPeer(&can_access, 0, 0));
+    cr_assert_eq(can_access, 0, "a device is not its own peer");
+    assert_cuda(cudaDeviceCanAccessPeer(&can_access, 0, 2), cudaErrorInvalidDevice);
+    assert_cuda(cudaDeviceCanAccessPeer(&can_access, -1, 0), cudaErrorInvalidDevice);
+    assert_cuda(cudaDeviceCanAccessPeer(NULL, 0, 1), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "the failure is recorded");
+}
+
+Test(runtime_device, the_profiler_calls_succeed_without_a_profiler)
+{
+    assert_cuda_success(cudaProfilerStart());
+    assert_cuda_success(cudaProfilerStop());
+    assert_cuda_success(cudaProfilerStop());
+    assert_cuda_success(cudaGetLastError());
 }

@@ -186,3 +186,136 @@ Test(runtime_memory, a_device_reports_its_default_and_current_pools)
     cr_assert_eq(cudaDeviceGetDefaultMemPool(&current, 7), cudaErrorInvalidDevice);
     cr_assert_eq(cudaGetLastError(), cudaErrorInvalidDevice, "the failure is recorded");
 }
+
+Test(runtime_memory, registered_host_memory_is_pinned_until_unregistered)
+{
+    enum { size = 1 << 14 };
+    unsigned char *host = malloc(size), *back = malloc(size);
+    fill_pattern(host, size, 3);
+    assert_cuda_success(cudaHostRegister(host, size, cudaHostRegisterDefault));
+    struct cudaPointerAttributes attributes;
+    assert_cuda_success(cudaPointerGetAttributes(&attributes, host + 100));
+    cr_assert_eq(attributes.type, cudaMemoryTypeHost);
+    assert_cuda(cudaHostRegister(host, size, 0), cudaErrorHostMemoryAlreadyRegistered);
+    cr_assert_eq(cudaGetLastError(), cudaErrorHostMemoryAlreadyRegistered);
+
+    /* Registered memory is a copy source and destination like any pinned memory. */
+    void *device_memory = NULL;
+    assert_cuda_success(cudaMalloc(&device_memory, size));
+    assert_cuda_success(cudaMemcpyAsync(device_memory, host, size, cudaMemcpyHostToDevice, 0));
+    assert_cuda_success(cudaMemcpyAsync(back, device_memory, size, cudaMemcpyDeviceToHost, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_arr_eq(back, host, size);
+
+    assert_cuda_success(cudaHostUnregister(host));
+    assert_cuda_success(cudaPointerGetAttributes(&attributes, host));
+    cr_assert_eq(attributes.type, cudaMemoryTypeUnregistered);
+    assert_cuda(cudaHostUnregister(host), cudaErrorHostMemoryNotRegistered);
+    assert_cuda_success(cudaFree(device_memory));
+    free(host);
+    free(back);
+}
+
+Test(runtime_memory, host_registration_rejects_bad_arguments)
+{
+    char buffer[256];
+    assert_cuda(cudaHostRegister(NULL, 64, 0), cudaErrorInvalidValue);
+    assert_cuda(cudaHostRegister(buffer, 0, 0), cudaErrorInvalidValue);
+    assert_cuda(cudaHostRegister(buffer, sizeof buffer, 0x80000000u), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "the failure is recorded");
+    assert_cuda(cudaHostUnregister(NULL), cudaErrorHostMemoryNotRegistered);
+    assert_cuda(cudaHostUnregister(buffer), cudaErrorHostMemoryNotRegistered);
+}
+
+Test(runtime_memory, pinned_and_registered_memory_have_device_pointers)
+{
+    void *pinned = NULL, *device_pointer = NULL;
+    assert_cuda_success(cudaHostAlloc(&pinned, 4096, cudaHostAllocMapped));
+    assert_cuda_success(cudaHostGetDevicePointer(&device_pointer, pinned, 0));
+    /* Unified addressing: the device sees pinned memory at its host address. */
+    cr_assert_eq(device_pointer, pinned);
+
+    static char registered[8192];
+    assert_cuda_success(cudaHostRegister(registered, sizeof registered, cudaHostRegisterMapped));
+    device_pointer = NULL;
+    assert_cuda_success(cudaHostGetDevicePointer(&device_pointer, registered + 16, 0));
+    cr_assert_eq(device_pointer, (void *)(registered + 16));
+    assert_cuda_success(cudaHostUnregister(registered));
+
+    int unregistered;
+    assert_cuda(cudaHostGetDevicePointer(&device_pointer, &unregistered, 0), cudaErrorInvalidValue);
+    assert_cuda(cudaHostGetDevicePointer(NULL, pinned, 0), cudaErrorInvalidValue);
+    assert_cuda(cudaHostGetDevicePointer(&device_pointer, pinned, 1), cudaErrorInvalidValue);
+    assert_cuda_success(cudaFreeHost(pinned));
+}
+
+Test(runtime_memory, pool_attributes_are_set_and_read_back)
+{
+    cudaMemPool_t pool = NULL;
+    assert_cuda_success(cudaDeviceGetDefaultMemPool(&pool, 0));
+    unsigned long long threshold = 32ull << 20, read_back = 0;
+    assert_cuda_success(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &read_back));
+    cr_assert_eq(read_back, threshold);
+    int reuse = 0;
+    assert_cuda_success(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &reuse));
+    reuse = 1;
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &reuse));
+    cr_assert_eq(reuse, 0);
+
+    /* What the pool holds shows in its counters, and trimming returns it. */
+    void *memory = NULL;
+    assert_cuda_success(cudaMallocAsync(&memory, 1 << 20, 0));
+    unsigned long long used = 0, reserved = 0;
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    cr_assert_geq(used, 1 << 20);
+    assert_cuda_success(cudaFreeAsync(memory, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    cr_assert_eq(used, 0);
+    assert_cuda_success(cudaMemPoolTrimTo(pool, 0));
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    cr_assert_eq(reserved, 0, "trimming to 0 keeps nothing unused");
+
+    assert_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, NULL), cudaErrorInvalidValue);
+    assert_cuda(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, NULL), cudaErrorInvalidValue);
+    assert_cuda(cudaMemPoolGetAttribute(NULL, cudaMemPoolAttrReleaseThreshold, &read_back),
+                cudaErrorInvalidValue);
+    assert_cuda(cudaMemPoolTrimTo(NULL, 0), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "the failure is recorded");
+}
+
+Test(runtime_memory, a_created_pool_serves_stream_ordered_allocations)
+{
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    cudaMemPool_t pool = NULL, default_pool = NULL;
+    assert_cuda_success(cudaMemPoolCreate(&pool, &props));
+    assert_cuda_success(cudaDeviceGetDefaultMemPool(&default_pool, 0));
+    cr_assert_neq(pool, default_pool);
+
+    enum { size = 1 << 12 };
+    unsigned char source[size], back[size];
+    fill_pattern(source, size, 11);
+    void *memory = NULL;
+    assert_cuda_success(cudaMallocFromPoolAsync(&memory, size, pool, 0));
+    assert_cuda_success(cudaMemcpyAsync(memory, source, size, cudaMemcpyHostToDevice, 0));
+    assert_cuda_success(cudaMemcpyAsync(back, memory, size, cudaMemcpyDeviceToHost, 0));
+    unsigned long long used = 0;
+    assert_cuda_success(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    cr_assert_geq(used, size);
+    assert_cuda_success(cudaFreeAsync(memory, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_arr_eq(back, source, size);
+    assert_cuda_success(cudaMemPoolTrimTo(pool, 0));
+    assert_cuda_success(cudaMemPoolDestroy(pool));
+
+    assert_cuda(cudaMemPoolCreate(NULL, &props), cudaErrorInvalidValue);
+    assert_cuda(cudaMemPoolCreate(&pool, NULL), cudaErrorInvalidValue);
+    props.allocType = cudaMemAllocationTypeInvalid;
+    assert_cuda(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+    assert_cuda(cudaMemPoolDestroy(NULL), cudaErrorInvalidValue);
+}

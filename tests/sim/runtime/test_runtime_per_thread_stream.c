@@ -130,3 +130,31 @@ Test(runtime_per_thread_stream, a_graph_launch_on_stream_zero_uses_the_per_threa
     assert_cuda_success(cudaGraphDestroy(inner));
     assert_cuda_success(cudaFree(device));
 }
+
+static void CUDART_CB record_callback_stream(cudaStream_t stream, cudaError_t status, void *seen_pointer)
+{
+    cudaStream_t *seen = seen_pointer;
+    *seen = status == cudaSuccess ? stream : (cudaStream_t)-1;
+}
+
+Test(runtime_per_thread_stream, a_stream_callback_runs_on_the_per_thread_stream, .timeout = 10)
+{
+    /* Another thread's default stream is held: on the legacy stream the
+     * callback would wait for it; on this thread's own stream
+     * (cudaStreamAddCallback_ptsz) it runs. */
+    struct blocked_thread blocked = { STREAM_GATE_INITIALIZER, 0 };
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, block_own_default_stream, &blocked), 0);
+    while (atomic_load(&blocked.enqueued) == 0)
+        sleep_milliseconds(1);
+    cr_assert_eq(atomic_load(&blocked.enqueued), 1);
+    cudaStream_t seen = (cudaStream_t)-2;
+    assert_cuda_success(cudaStreamAddCallback(0, record_callback_stream, &seen, 0));
+    assert_cuda_success(cudaStreamSynchronize(0));
+    cr_assert_neq(seen, (cudaStream_t)-2, "the callback did not run");
+    cr_assert_neq(seen, (cudaStream_t)-1, "the callback saw an error");
+    stream_gate_open(&blocked.gate);
+    void *status;
+    cr_assert_eq(pthread_join(thread, &status), 0);
+    cr_assert_eq((intptr_t)status, cudaSuccess);
+}

@@ -216,3 +216,81 @@ Test(runtime_streams, a_host_function_needs_a_function)
 {
     assert_cuda(cudaLaunchHostFunc(0, NULL, NULL), cudaErrorInvalidValue);
 }
+
+struct callback_record {
+    atomic_int calls;
+    atomic_int order;
+    cudaStream_t stream;
+    cudaError_t status;
+    int position;
+};
+
+static void CUDART_CB record_callback(cudaStream_t stream, cudaError_t status, void *record_pointer)
+{
+    struct callback_record *record = record_pointer;
+    record->stream = stream;
+    record->status = status;
+    record->position = atomic_fetch_add(&record->order, 1);
+    atomic_fetch_add(&record->calls, 1);
+}
+
+static void CUDART_CB count_position(void *record_pointer)
+{
+    struct callback_record *record = record_pointer;
+    atomic_fetch_add(&record->order, 1);
+}
+
+Test(runtime_streams, a_stream_callback_runs_in_stream_order_with_the_stream_and_status, .timeout = 10)
+{
+    cudaStream_t stream;
+    assert_cuda_success(cudaStreamCreate(&stream));
+    struct stream_gate gate = STREAM_GATE_INITIALIZER;
+    struct callback_record record = { 0 };
+    record.status = cudaErrorUnknown;
+    assert_cuda_success(cudaLaunchHostFunc(stream, stream_gate_wait, &gate));
+    assert_cuda_success(cudaLaunchHostFunc(stream, count_position, &record));
+    assert_cuda_success(cudaStreamAddCallback(stream, record_callback, &record, 0));
+    sleep_milliseconds(SETTLE_MILLISECONDS);
+    cr_assert_eq(atomic_load(&record.calls), 0, "a callback behind a blocked stream ran early");
+    stream_gate_open(&gate);
+    assert_cuda_success(cudaStreamSynchronize(stream));
+    cr_assert_eq(atomic_load(&record.calls), 1);
+    cr_assert_eq(record.position, 1, "the callback ran before the host function queued ahead of it");
+    cr_assert_eq(record.stream, stream);
+    cr_assert_eq(record.status, cudaSuccess);
+    assert_cuda_success(cudaStreamDestroy(stream));
+}
+
+Test(runtime_streams, a_stream_callback_on_the_legacy_stream_runs, .timeout = 10)
+{
+    struct callback_record record = { 0 };
+    assert_cuda_success(cudaStreamAddCallback(0, record_callback, &record, 0));
+    assert_cuda_success(cudaDeviceSynchronize());
+    cr_assert_eq(atomic_load(&record.calls), 1);
+    cr_assert_eq(record.status, cudaSuccess);
+}
+
+Test(runtime_streams, a_stream_callback_needs_a_function_and_no_flags)
+{
+    struct callback_record record = { 0 };
+    assert_cuda(cudaStreamAddCallback(0, NULL, NULL, 0), cudaErrorInvalidValue);
+    assert_cuda(cudaStreamAddCallback(0, record_callback, &record, 1), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "the failure is recorded");
+    assert_cuda_success(cudaDeviceSynchronize());
+    cr_assert_eq(atomic_load(&record.calls), 0);
+}
+
+Test(runtime_streams, a_stream_callback_is_refused_in_stream_capture)
+{
+    cudaStream_t stream;
+    assert_cuda_success(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    assert_cuda_success(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+    struct callback_record record = { 0 };
+    assert_cuda(cudaStreamAddCallback(stream, record_callback, &record, 0), cudaErrorStreamCaptureUnsupported);
+    cudaGraph_t graph = NULL;
+    assert_cuda_success(cudaStreamEndCapture(stream, &graph));
+    if (graph != NULL)
+        assert_cuda_success(cudaGraphDestroy(graph));
+    assert_cuda_success(cudaStreamDestroy(stream));
+    cr_assert_eq(atomic_load(&record.calls), 0);
+}
