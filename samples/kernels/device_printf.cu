@@ -4,7 +4,7 @@
 // 0 after a barrier), so the output order does not depend on scheduling;
 // the host synchronizes after every launch so device and host lines
 // interleave the same way on every run. Every printf's result is stored and
-// must be non-negative (no formatting error).
+// must be what CUDA's printf returns: the number of arguments it parsed.
 #include <cstdio>
 
 #include "sample_check.h"
@@ -76,12 +76,18 @@ int main()
     int host_results[lines];
     CHECK(cudaMemcpy(host_results, results, sizeof host_results, cudaMemcpyDeviceToHost));
     CHECK(cudaFree(results));
+    // The arguments each call passes, in the order the results were stored.
+    const int expected[lines] = {6, 5, 2, 5, 4, 7, 0, 5, 3, 3, 3, 3};
     int failed = 0;
-    for (int k = 0; k < lines; k++)
-        if (host_results[k] < 0)
+    for (int k = 0; k < lines; k++) {
+        if (host_results[k] != expected[k]) {
+            std::printf("device_printf: call %d returned %d, expected %d\n", k, host_results[k],
+                        expected[k]);
             failed++;
+        }
+    }
     if (failed) {
-        std::printf("device_printf: %d of %d printf calls failed\n", failed, lines);
+        std::printf("device_printf: %d of %d printf calls returned the wrong count\n", failed, lines);
         return 1;
     }
     std::printf("device_printf: %d device printf calls succeeded\n", lines);

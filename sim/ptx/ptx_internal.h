@@ -207,7 +207,8 @@ extern atomic_ullong ptx_executed_thread_instructions;
 
 /* Device printf (ptx_printf.c): formats `format` with the argument buffer
  * laid out as nvcc's vprintf calls pass it, and writes it to stdout. Returns
- * the characters written, or -1 for an unreadable buffer. */
+ * what CUDA's printf does: the number of arguments parsed (0 for none), or
+ * -2 when formatting fails. */
 int ptx_vprintf(const char *format, const unsigned char *arguments);
 
 #endif

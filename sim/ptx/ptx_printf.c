@@ -19,6 +19,7 @@ int ptx_vprintf(const char *format, const unsigned char *arguments)
 {
     char output[4096];
     size_t used = 0;
+    int parsed = 0; /* what CUDA's printf returns: the arguments it read */
     const unsigned char *cursor = arguments;
     for (const char *p = format; *p != '\0' && used < sizeof output - 1;) {
         if (*p != '%') {
@@ -96,7 +97,9 @@ int ptx_vprintf(const char *format, const unsigned char *arguments)
             written = snprintf(output + used, room, "%s", specification);
         }
         if (written < 0)
-            return -1;
+            return -2;
+        if (strchr("diouxXcfFeEgGaAsp", conversion) != NULL)
+            parsed++;
         used += (size_t)written < room ? (size_t)written : room - 1;
     }
     output[used] = '\0';
@@ -104,5 +107,5 @@ int ptx_vprintf(const char *format, const unsigned char *arguments)
     flockfile(stdout);
     fputs(output, stdout);
     funlockfile(stdout);
-    return (int)used;
+    return parsed;
 }

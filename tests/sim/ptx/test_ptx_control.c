@@ -321,7 +321,7 @@ static const char printf_ptx[] = PTX_HEADER
     ".global .align 1 .b8 $str[28] = {116, 104, 114, 101, 97, 100, 32, 37, 100, 58, 32, 37, 53, 46, 50, 102, 32,"
     " 37, 115, 32, 37, 108, 108, 120, 10, 0, 0, 0};\n"
     ".global .align 1 .b8 $word[3] = {111, 107, 0};\n"
-    ".visible .entry say()\n{\n"
+    ".visible .entry say(.param .u64 out)\n{\n"
     ".local .align 8 .b8 depot[32];\n"
     ".reg .b32 %r<4>; .reg .b64 %rd<10>; .reg .f64 %fd<2>;\n"
     "mov.u64 %rd1, depot; cvta.local.u64 %rd2, %rd1;\n"
@@ -333,6 +333,8 @@ static const char printf_ptx[] = PTX_HEADER
     "{\n.param .b64 param0;\n.param .b64 param1;\n.param .b32 retval0;\n"
     "st.param.b64 [param0], %rd5;\nst.param.b64 [param1], %rd2;\n"
     "call.uni (retval0), vprintf, (param0, param1);\nld.param.b32 %r2, [retval0];\n}\n"
+    "ld.param.u64 %rd6, [out]; mul.wide.u32 %rd7, %r1, 4; add.s64 %rd8, %rd6, %rd7;\n"
+    "st.global.u32 [%rd8], %r2;\n"
     "ret;\n}\n";
 
 Test(ptx_control, device_printf_formats_each_thread, .init = cr_redirect_stdout)
@@ -340,10 +342,19 @@ Test(ptx_control, device_printf_formats_each_thread, .init = cr_redirect_stdout)
     start_device(0);
     CUmodule module = load_ptx(printf_ptx);
     CUfunction function = kernel_of(module, "say");
-    EXPECT_OK(cuLaunchKernel(function, 1, 1, 1, 2, 1, 1, 0, NULL, NULL, NULL));
+    CUdeviceptr out;
+    EXPECT_OK(cuMemAlloc(&out, 8));
+    void *params[] = {&out};
+    EXPECT_OK(cuLaunchKernel(function, 1, 1, 1, 2, 1, 1, 0, NULL, params, NULL));
     EXPECT_OK(cuCtxSynchronize());
     fflush(stdout);
     cr_expect_stdout_eq_str("thread 0:  0.00 ok abcdef\nthread 1:  1.00 ok abcdef\n");
+    /* CUDA's printf returns the number of arguments it parsed, not the
+     * characters written. */
+    int32_t returned[2];
+    EXPECT_OK(cuMemcpyDtoH(returned, out, sizeof returned));
+    cr_expect_eq(returned[0], 4);
+    cr_expect_eq(returned[1], 4);
 }
 
 /* assert() in device code: nvcc calls __assertfail, which reports the
