@@ -716,6 +716,29 @@ static const struct {
     {"%cluster_nctarank", SR_CLUSTER_NCTARANK}, {"%cluster_ctarank", SR_CLUSTER_CTARANK},
 };
 
+/* %envreg0..%envreg31 (values the driver may pass to a kernel; it passes
+ * none here) and the performance counters %pm0..%pm7 and %pm0_64..%pm7_64
+ * (nothing counts events on the simulator): all read 0. */
+static bool is_zero_special(const char *name, size_t length)
+{
+    static const char envreg[] = "%envreg", counter[] = "%pm";
+    size_t prefix = sizeof envreg - 1;
+    if (length > prefix && length <= prefix + 2 && memcmp(name, envreg, prefix) == 0) {
+        unsigned index = 0;
+        for (size_t i = prefix; i < length; i++) {
+            if (!isdigit((unsigned char)name[i]) || (i == prefix && name[i] == '0' && length > prefix + 1))
+                return false;
+            index = index * 10 + (unsigned)(name[i] - '0');
+        }
+        return index < 32;
+    }
+    prefix = sizeof counter - 1;
+    if (length > prefix && memcmp(name, counter, prefix) == 0 && name[prefix] >= '0' &&
+        name[prefix] <= '7')
+        return length == prefix + 1 || (length == prefix + 4 && memcmp(name + prefix + 1, "_64", 3) == 0);
+    return false;
+}
+
 /* Slot of a register or special register name; PTX_NO_REGISTER if none. */
 static uint32_t lookup_register(struct function_builder *builder, const char *name, size_t length)
 {
@@ -733,22 +756,25 @@ static uint32_t lookup_register(struct function_builder *builder, const char *na
                 return (uint32_t)(entry->value + index);
         }
     }
-    for (size_t i = 0; i < sizeof special_registers / sizeof special_registers[0]; i++) {
-        if (strlen(special_registers[i].name) != length ||
-            memcmp(special_registers[i].name, name, length) != 0)
-            continue;
-        uint32_t slot = new_slot(builder);
-        struct ptx_function *function = builder->function;
-        struct ptx_special_slot *grown =
-            realloc(function->specials, (function->special_count + 1) * sizeof *grown);
-        if (grown == NULL)
-            return PTX_NO_REGISTER;
-        function->specials = grown;
-        grown[function->special_count++] = (struct ptx_special_slot){slot, (uint8_t)special_registers[i].special};
-        map_put(&builder->registers, name, length, slot, 0);
-        return slot;
-    }
-    return PTX_NO_REGISTER;
+    int special = -1;
+    for (size_t i = 0; i < sizeof special_registers / sizeof special_registers[0] && special < 0; i++)
+        if (strlen(special_registers[i].name) == length &&
+            memcmp(special_registers[i].name, name, length) == 0)
+            special = special_registers[i].special;
+    if (special < 0 && is_zero_special(name, length))
+        special = SR_ZERO;
+    if (special < 0)
+        return PTX_NO_REGISTER;
+    uint32_t slot = new_slot(builder);
+    struct ptx_function *function = builder->function;
+    struct ptx_special_slot *grown =
+        realloc(function->specials, (function->special_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return PTX_NO_REGISTER;
+    function->specials = grown;
+    grown[function->special_count++] = (struct ptx_special_slot){slot, (uint8_t)special};
+    map_put(&builder->registers, name, length, slot, 0);
+    return slot;
 }
 
 /* The opcode word split at its dots. */

@@ -515,3 +515,14 @@ Test(ptx_control, warp_reductions_and_bit_scans)
         cr_expect_eq(results[i], ((uint64_t)31 << 56) + ((uint64_t)31 << 32) + 496, "lane %u: 0x%llx", i,
                      (unsigned long long)results[i]);
 }
+
+/* Environment registers and performance counters exist and read 0: the
+ * driver passes no environment values and nothing counts events. */
+Test(ptx_control, environment_registers_and_counters_read_zero)
+{
+    start_device(0);
+    CHECK_CASES("mov.u32 %r20, %envreg0;\nmov.u32 %r21, %envreg31;\nor.b32 %r20, %r20, %r21;\n"
+                "mov.u32 %r21, %pm0;\nor.b32 %r20, %r20, %r21;\nmov.u64 %rd21, %pm7_64;\n"
+                "cvt.u32.u64 %r21, %rd21;\nor.b32 %r20, %r20, %r21;\nadd.u32 %r20, %r20, 7;\n" RESULT_R32,
+                {0, 0, 0, 7});
+}
