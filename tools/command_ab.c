@@ -20,7 +20,8 @@
 
 static const char usage[] =
     "usage: gpucache ab [--conf STRING]... [--baseline] [--repeat N] [--svg FILE]\n"
-    "                   [--snapshot FILE] [--json] -- PROGRAM [ARGS...]\n"
+    "                   [--snapshot FILE] [--json] [--sim [--sim-memory SIZE]\n"
+    "                   [--no-racecheck]] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under libgpucache.so once per configuration (N times each) and\n"
     "prints one table, a column per configuration: wall time (median and range),\n"
@@ -41,6 +42,10 @@ static const char usage[] =
     "                   JSON); with several configurations FILE-1.ext, FILE-2.ext, ...\n"
     "  --json           print the results as JSON: every run's status, wall time and\n"
     "                   figures, and each configuration's medians\n"
+    "  --sim            run on the simulated device of this build (no GPU needed; the\n"
+    "                   program must use the CUDA runtime as a shared library), with\n"
+    "                   its race detector on; --sim-memory SIZE sets its memory\n"
+    "                   (GPUSIM_MEMORY), --no-racecheck turns the detector off\n"
     "  -h, --help       print this help\n"
     "\n"
     "The program's own output goes to a file that is removed afterwards; the last\n"
@@ -57,6 +62,9 @@ struct options {
     const char *svg_path;
     const char *snapshot_path;
     bool json;
+    bool sim;
+    bool racecheck;
+    const char *sim_memory;
     char **program;
 };
 
@@ -76,10 +84,11 @@ static int parse_options(int argc, char **argv, struct options *options)
         {"conf", required_argument, NULL, 'c'},  {"baseline", no_argument, NULL, 'b'},
         {"repeat", required_argument, NULL, 'r'}, {"svg", required_argument, NULL, 's'},
         {"snapshot", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
+        {"sim", no_argument, NULL, 'S'},            {"sim-memory", required_argument, NULL, 'M'},
+        {"no-racecheck", no_argument, NULL, 'N'},   {"help", no_argument, NULL, 'h'},
         {0},
     };
-    *options = (struct options){.repeat = 1};
+    *options = (struct options){.repeat = 1, .racecheck = true};
     options->configurations = calloc((size_t)argc + 1, sizeof *options->configurations);
     if (!options->configurations)
         return 2;
@@ -114,6 +123,15 @@ static int parse_options(int argc, char **argv, struct options *options)
         case 'j':
             options->json = true;
             break;
+        case 'S':
+            options->sim = true;
+            break;
+        case 'M':
+            options->sim_memory = optarg;
+            break;
+        case 'N':
+            options->racecheck = false;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 1;
@@ -126,6 +144,10 @@ static int parse_options(int argc, char **argv, struct options *options)
     if (optind >= argc) {
         fprintf(stderr, "gpucache ab: no program to run (usage: gpucache ab [--conf STRING]... "
                         "[--baseline] [--repeat N] -- PROGRAM [ARGS...])\n");
+        return 2;
+    }
+    if ((options->sim_memory || !options->racecheck) && !options->sim) {
+        fprintf(stderr, "gpucache ab: --sim-memory and --no-racecheck apply only with --sim\n");
         return 2;
     }
     options->program = argv + optind;
@@ -483,6 +505,13 @@ int command_ab(int argc, char **argv)
         free(options.configurations);
         return 127;
     }
+    static struct program_sim_settings sim;
+    if (options.sim &&
+        !program_sim_settings(&sim, options.sim_memory, options.racecheck, why, sizeof why)) {
+        fprintf(stderr, "gpucache ab: --sim: %s\n", why);
+        free(options.configurations);
+        return 127;
+    }
     if (!output_paths_free(&options, options.configuration_count)) {
         free(options.configurations);
         return 2;
@@ -534,6 +563,7 @@ int command_ab(int argc, char **argv)
                 .snapshot_suffix = options.snapshot_path && !column->baseline ? snapshot_suffix
                                                                               : NULL,
                 .capture_output = true,
+                .environment = options.sim ? sim.environment : NULL,
             };
             struct program_result *result = &column->runs[column->runs_done];
             if (!program_run(&request, result, why, sizeof why)) {

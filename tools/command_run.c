@@ -16,7 +16,8 @@
 #include "program_run.h"
 
 static const char usage[] =
-    "usage: gpucache run [--conf STRING] -- PROGRAM [ARGS...]\n"
+    "usage: gpucache run [--conf STRING] [--sim [--sim-memory SIZE] [--no-racecheck]]\n"
+    "                    -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM under libgpucache.so and prints, on stderr once it exits, the\n"
     "memory_summary() table of every device it used, its calls that went to the\n"
@@ -25,6 +26,11 @@ static const char usage[] =
     "  --conf STRING  the configuration (PYTORCH_ALLOC_CONF syntax); default: the\n"
     "                 environment's GPUCACHE_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF or\n"
     "                 PYTORCH_ALLOC_CONF, as the library reads them\n"
+    "  --sim          run on the simulated device of this build (no GPU needed); the\n"
+    "                 program must use the CUDA runtime as a shared library (nvcc\n"
+    "                 -cudart shared); the sim's race detector is on (exit 66 on a race)\n"
+    "  --sim-memory SIZE  the simulated device's memory (GPUSIM_MEMORY: 40GiB, 512MiB)\n"
+    "  --no-racecheck with --sim, leave the race detector off\n"
     "  -h, --help     print this help\n"
     "\n"
     "The library is $GPUCACHE_LIBRARY, else libgpucache.so next to gpucache, in ../lib\n"
@@ -120,16 +126,26 @@ int command_run(int argc, char **argv)
 {
     static const struct option options[] = {
         {"conf", required_argument, NULL, 'c'},
+        {"sim", no_argument, NULL, 's'},
+        {"sim-memory", required_argument, NULL, 'm'},
+        {"no-racecheck", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    const char *configuration = NULL;
+    const char *configuration = NULL, *sim_memory = NULL;
+    bool sim = false, racecheck = true;
     opterr = 0;
     optind = 0;
     int option;
     while ((option = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         if (option == 'c') {
             configuration = optarg;
+        } else if (option == 's') {
+            sim = true;
+        } else if (option == 'm') {
+            sim_memory = optarg;
+        } else if (option == 'n') {
+            racecheck = false;
         } else if (option == 'h') {
             fputs(usage, stdout);
             return 0;
@@ -141,7 +157,11 @@ int command_run(int argc, char **argv)
     }
     if (optind >= argc) {
         fprintf(stderr, "gpucache run: no program to run (usage: gpucache run [--conf STRING] "
-                        "-- PROGRAM [ARGS...])\n");
+                        "[--sim] -- PROGRAM [ARGS...])\n");
+        return 2;
+    }
+    if ((sim_memory || !racecheck) && !sim) {
+        fprintf(stderr, "gpucache run: --sim-memory and --no-racecheck apply only with --sim\n");
         return 2;
     }
     if (!configuration)
@@ -156,6 +176,11 @@ int command_run(int argc, char **argv)
         fprintf(stderr, "gpucache run: %s\n", why);
         return 127;
     }
+    static struct program_sim_settings sim_settings;
+    if (sim && !program_sim_settings(&sim_settings, sim_memory, racecheck, why, sizeof why)) {
+        fprintf(stderr, "gpucache run: --sim: %s\n", why);
+        return 127;
+    }
     char directory[PATH_MAX];
     if (!program_make_directory(directory, sizeof directory)) {
         fprintf(stderr, "gpucache run: cannot create a directory for the reports\n");
@@ -167,6 +192,7 @@ int command_run(int argc, char **argv)
         .argv = argv + optind,
         .directory = directory,
         .summary = true,
+        .environment = sim ? sim_settings.environment : NULL,
     };
     struct program_result result;
     if (!program_run(&request, &result, why, sizeof why)) {

@@ -15,4 +15,9 @@ int command_run(int argc, char **argv);
  * [--snapshot FILE] [--json] -- PROGRAM ARGS...`: a side-by-side comparison. */
 int command_ab(int argc, char **argv);
 
+/* `gpucache check [--conf STRING]... [--ignore REGEX]... [--sim] -- PROGRAM
+ * ARGS...`: runs the program alone and under the library in each
+ * configuration; one PASS/FAIL line each, exit 1 on any difference. */
+int command_check(int argc, char **argv);
+
 #endif

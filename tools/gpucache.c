@@ -25,6 +25,8 @@ static const struct command commands[] = {
     {"run", command_run, "run ... -- PROGRAM", "run a program under the library, print its report"},
     {"ab", command_ab, "ab ... -- PROGRAM",
      "compare configurations on a program, side by side"},
+    {"check", command_check, "check ... -- PROGRAM",
+     "run a program alone and under the library; PASS only if it behaves the same"},
 #endif
 };
 

@@ -45,3 +45,44 @@ bool library_location_find(char *path, size_t path_size, char *why, size_t why_s
              library_name, tried[0], tried[1], tried[2]);
     return false;
 }
+
+static bool is_sim_folder(const char *folder)
+{
+    char driver[PATH_MAX + 32], runtime[PATH_MAX + 48];
+    snprintf(driver, sizeof driver, "%s/libcuda.so.1", folder);
+    snprintf(runtime, sizeof runtime, "%s/runtime/libcudart.so.13", folder);
+    return access(driver, R_OK) == 0 && access(runtime, R_OK) == 0;
+}
+
+bool library_location_find_sim(char *path, size_t path_size, char *why, size_t why_size)
+{
+    const char *chosen = getenv("GPUCACHE_SIM");
+    if (chosen && *chosen) {
+        if (is_sim_folder(chosen) && realpath(chosen, path) && strlen(path) < path_size)
+            return true;
+        snprintf(why, why_size,
+                 "GPUCACHE_SIM is '%s', which does not hold libcuda.so.1 and "
+                 "runtime/libcudart.so.13 of the simulated device", chosen);
+        return false;
+    }
+    char executable[PATH_MAX];
+    ssize_t length = readlink("/proc/self/exe", executable, sizeof executable - 1);
+    if (length > 0) {
+        executable[length] = '\0';
+        *strrchr(executable, '/') = '\0';
+        char folder[PATH_MAX + 16];
+        snprintf(folder, sizeof folder, "%s/../sim", executable);
+        char resolved[PATH_MAX];
+        if (is_sim_folder(folder) && realpath(folder, resolved) && strlen(resolved) < path_size) {
+            strcpy(path, resolved);
+            return true;
+        }
+        snprintf(why, why_size,
+                 "the simulated device is not in %s (build it with ninja, or set GPUCACHE_SIM to "
+                 "the folder holding its libcuda.so.1)", folder);
+        return false;
+    }
+    snprintf(why, why_size, "cannot tell where gpucache is installed (set GPUCACHE_SIM to the "
+                            "folder holding the simulated device's libcuda.so.1)");
+    return false;
+}

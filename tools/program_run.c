@@ -20,6 +20,7 @@
 #include "gpucache_config.h"
 #include "gpucache_report.h"
 #include "json_reader.h"
+#include "library_location.h"
 
 bool program_configuration_usable(const char *configuration, char *why, size_t why_size)
 {
@@ -231,15 +232,28 @@ bool program_run(const struct program_request *request, struct program_result *r
     /* The program's output goes to a new file in the run's private
      * directory, created here so a failure is the command's, not the
      * child's. */
-    int output = -1;
-    if (request->capture_output) {
+    int output = -1, errors = -1;
+    if (request->capture_output || request->capture_streams) {
         char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/output", request->directory);
+        snprintf(path, sizeof path, "%s/%s", request->directory,
+                 request->capture_streams ? "stdout" : "output");
         output = gpucache_output_create(path, "program's output");
         if (output < 0) {
             snprintf(why, why_size, "cannot capture the program's output in %s", path);
             return false;
         }
+    }
+    if (request->capture_streams) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/stderr", request->directory);
+        errors = gpucache_output_create(path, "program's error output");
+        if (errors < 0) {
+            snprintf(why, why_size, "cannot capture the program's error output in %s", path);
+            close(output);
+            return false;
+        }
+    } else {
+        errors = output >= 0 ? dup(output) : -1;
     }
     /* The child tells a failed exec through this pipe (closed on success). */
     int status_pipe[2];
@@ -247,6 +261,8 @@ bool program_run(const struct program_request *request, struct program_result *r
         snprintf(why, why_size, "cannot create a pipe: %s", strerror(errno));
         if (output >= 0)
             close(output);
+        if (errors >= 0)
+            close(errors);
         return false;
     }
     fflush(NULL);
@@ -258,18 +274,38 @@ bool program_run(const struct program_request *request, struct program_result *r
         close(status_pipe[1]);
         if (output >= 0)
             close(output);
+        if (errors >= 0)
+            close(errors);
         return false;
     }
-    if (child > 0 && output >= 0)
-        close(output);
+    if (child > 0) {
+        if (output >= 0)
+            close(output);
+        if (errors >= 0)
+            close(errors);
+    }
     if (child == 0) {
         close(status_pipe[0]);
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("GPUCACHE_ALLOC_CONF", configuration, 1);
-        if (output >= 0) {
-            dup2(output, STDOUT_FILENO);
-            dup2(output, STDERR_FILENO);
+        if (!request->without_library) {
+            setenv("LD_PRELOAD", preload, 1);
+            setenv("GPUCACHE_ALLOC_CONF", configuration, 1);
         }
+        for (char *const *setting = request->environment; setting && *setting; setting++) {
+            const char *equals = strchr(*setting, '=');
+            if (equals == NULL)
+                continue;
+            char name[256];
+            size_t length = (size_t)(equals - *setting);
+            if (length == 0 || length >= sizeof name)
+                continue;
+            memcpy(name, *setting, length);
+            name[length] = '\0';
+            setenv(name, equals + 1, 1);
+        }
+        if (output >= 0)
+            dup2(output, STDOUT_FILENO);
+        if (errors >= 0)
+            dup2(errors, STDERR_FILENO);
         execvp(request->argv[0], request->argv);
         int error = errno;
         ssize_t ignored = write(status_pipe[1], &error, sizeof error);
@@ -315,4 +351,31 @@ const char *program_status_text(const struct program_result *result, char *buffe
     } else
         snprintf(buffer, size, "exit %d", result->exit_status);
     return buffer;
+}
+
+bool program_sim_settings(struct program_sim_settings *settings, const char *memory,
+                          bool racecheck, char *why, size_t why_size)
+{
+    char folder[PATH_MAX];
+    if (!library_location_find_sim(folder, sizeof folder, why, why_size))
+        return false;
+    size_t count = 0;
+    const char *existing = getenv("LD_LIBRARY_PATH");
+    snprintf(settings->storage[count], sizeof settings->storage[count],
+             "LD_LIBRARY_PATH=%s:%s/runtime%s%s", folder, folder, existing && *existing ? ":" : "",
+             existing && *existing ? existing : "");
+    settings->environment[count] = settings->storage[count];
+    count++;
+    snprintf(settings->storage[count], sizeof settings->storage[count], "GPUSIM_RACECHECK=%s",
+             racecheck ? "1" : "0");
+    settings->environment[count] = settings->storage[count];
+    count++;
+    if (memory) {
+        snprintf(settings->storage[count], sizeof settings->storage[count], "GPUSIM_MEMORY=%s",
+                 memory);
+        settings->environment[count] = settings->storage[count];
+        count++;
+    }
+    settings->environment[count] = NULL;
+    return true;
 }

@@ -33,6 +33,9 @@ struct program_request {
     bool summary;              /* also write the memory_summary() tables */
     const char *snapshot_suffix; /* ".json" or ".pickle" to write a snapshot; NULL: none */
     bool capture_output;       /* send the program's stdout and stderr to DIRECTORY/output */
+    bool capture_streams;      /* stdout to DIRECTORY/stdout, stderr to DIRECTORY/stderr */
+    bool without_library;      /* run the program as it is (no LD_PRELOAD, no reports) */
+    char *const *environment;  /* NAME=VALUE settings for the program; NULL-terminated or NULL */
 };
 
 struct program_result {
@@ -45,6 +48,19 @@ struct program_result {
     size_t sample_count;
     char snapshot[PATH_MAX]; /* the snapshot file written, or "" */
 };
+
+/* What puts a program on the simulated device of this build. */
+struct program_sim_settings {
+    char storage[3][PATH_MAX * 2 + 64];
+    char *environment[4]; /* for program_request.environment */
+};
+
+/* Fills `settings` for runs on the simulated device: its driver and runtime
+ * first on LD_LIBRARY_PATH, its race detector on or off, its memory
+ * (GPUSIM_MEMORY syntax; NULL: the sim's default). False with one line in
+ * `why` when the simulated device cannot be found. */
+bool program_sim_settings(struct program_sim_settings *settings, const char *memory,
+                          bool racecheck, char *why, size_t why_size);
 
 /* Runs the program and waits for it. Returns false (with `why`) only when
  * it could not be started at all; a program that fails is a result. */

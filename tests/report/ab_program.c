@@ -8,7 +8,10 @@
  * `ab_program signal` sends itself SIGUSR1 between allocations;
  * `ab_program devices` allocates on devices 0 and 1 and keeps some alive;
  * `ab_program threads` allocates and frees from four threads at once, one
- * of which sends SIGUSR1 half way. */
+ * of which sends SIGUSR1 half way; `ab_program stale` prints the first
+ * bytes of a buffer it never wrote, allocated right after freeing one it
+ * did (a bug that shows only under a caching allocator, for gpucache
+ * check). */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -133,6 +136,19 @@ int main(int argc, char **argv)
         return fill_device();
     if (strcmp(mode, "threads") == 0)
         return threads();
+    if (strcmp(mode, "stale") == 0) {
+        unsigned char *first = NULL, *second = NULL, bytes[4];
+        CHECK(cudaMalloc((void **)&first, 1 << 20));
+        CHECK(cudaMemset(first, 0x11, 1 << 20));
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaFree(first));
+        CHECK(cudaMalloc((void **)&second, 1 << 20));
+        CHECK(cudaMemcpy(bytes, second, sizeof bytes, cudaMemcpyDeviceToHost));
+        printf("allocated\nfirst bytes %02x%02x%02x%02x\ndone\n", bytes[0], bytes[1], bytes[2],
+               bytes[3]);
+        CHECK(cudaFree(second));
+        return 0;
+    }
     if (strcmp(mode, "devices") == 0) {
         void *kept[2], *freed;
         for (int device = 0; device < 2; device++) {

@@ -455,6 +455,66 @@ def case_ab_refuses(gpucache, program, work, **_):
         fail('ab with a free --svg path did not run or did not write it')
 
 
+def case_check(gpucache, program, work, **_):
+    """gpucache check: PASS when the program behaves the same under the
+    library, FAIL (exit 1) with the first difference when it does not."""
+    same = run([gpucache, 'check', '--', program, 'churn'])
+    if same.stdout.count('PASS') != 2 or \
+            'all 2 configurations behave as the program alone' not in same.stdout:
+        fail(f'check on churn:\n{same.stdout}')
+    match = re.search(r"PASS  '': exit 0, same output; driver allocations (\d+) -> (\d+)",
+                      same.stdout)
+    if not match or int(match.group(1)) < 400 or int(match.group(2)) >= int(match.group(1)):
+        fail(f'driver allocation reduction missing or wrong:\n{same.stdout}')
+    # Reading memory it never wrote: the simulated driver's fresh memory starts
+    # 0xa5, a cached block holds whatever the segment held.
+    stale = run([gpucache, 'check', '--conf', '', '--', program, 'stale'], expect=1)
+    if not re.search(r"FAIL  '': output differs at compared line 2: \"first bytes [0-9a-f]{8}\" "
+                     r"here, \"first bytes a5a5a5a5\" alone", stale.stdout) or \
+            '1 of 1 configurations differ' not in stale.stdout:
+        fail(f'check on stale:\n{stale.stdout}')
+    ignored = run([gpucache, 'check', '--conf', '', '--ignore', '^first bytes', '--', program,
+                   'stale'])
+    if "PASS  ''" not in ignored.stdout or '(2 compared)' not in ignored.stdout:
+        fail(f'--ignore:\n{ignored.stdout}')
+    # A different exit status is a failure too, with the program's last error line.
+    status = run([gpucache, 'check', '--conf', 'max_split_size_mb:64', '--', program, 'exit3'])
+    if "PASS  'max_split_size_mb:64': exit 3" not in status.stdout:
+        fail(f'same failing status must pass:\n{status.stdout}')
+    bad = run([gpucache, 'check', '--ignore', '(', '--', program], expect=2)
+    if bad.stderr.count('\n') != 1 or 'not an extended regular expression' not in bad.stderr:
+        fail(f'bad pattern: {bad.stderr!r}')
+    refused = run([gpucache, 'check', '--conf', 'report:x.json', '--', program], expect=2)
+    if 'sets report, which the command sets itself' not in refused.stderr:
+        fail(f'report key: {refused.stderr}')
+    missing = run([gpucache, 'check', '--', f'{work}/no-such-program'], expect=127)
+    if 'no-such-program' not in missing.stderr:
+        fail(f'missing program: {missing.stderr}')
+
+
+def case_sim_option(gpucache, program, work, **_):
+    """--sim puts the program on this build's simulated device without the
+    caller's LD_LIBRARY_PATH, with the race detector on."""
+    bare = {'LD_LIBRARY_PATH': ''}
+    checked = run([gpucache, 'check', '--sim', '--sim-memory', '256MiB', '--', program, 'churn'],
+                  env=bare)
+    if checked.stdout.count('PASS') != 2:
+        fail(f'check --sim:\n{checked.stdout}')
+    ran = run([gpucache, 'run', '--sim', '--', program, 'churn'], env=bare)
+    if 'exit 0 after' not in ran.stderr:
+        fail(f'run --sim:\n{ran.stderr}')
+    compared = run([gpucache, 'ab', '--sim', '--', program, 'churn'], env=bare)
+    if 'driver allocations' not in compared.stdout:
+        fail(f'ab --sim:\n{compared.stdout}')
+    lost = run([gpucache, 'check', '--sim', '--', program], expect=127,
+               env={'GPUCACHE_SIM': f'{work}/nowhere'})
+    if lost.stderr.count('\n') != 1 or 'GPUCACHE_SIM' not in lost.stderr:
+        fail(f'missing sim: {lost.stderr!r}')
+    misplaced = run([gpucache, 'run', '--sim-memory', '1GiB', '--', program], expect=2)
+    if 'apply only with --sim' not in misplaced.stderr:
+        fail(f'--sim-memory without --sim: {misplaced.stderr!r}')
+
+
 def main():
     case, gpucache, program, checker, library = sys.argv[1:6]
     with tempfile.TemporaryDirectory() as work:
