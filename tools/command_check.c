@@ -38,7 +38,7 @@ static const char usage[] =
     "  --sim             run on the simulated device of this build (no GPU needed):\n"
     "                    the program must use the CUDA runtime as a shared library\n"
     "                    (nvcc -cudart shared) or link the sim's; its race detector\n"
-    "                    is on, and a race fails the run\n"
+    "                    is on, and a race fails the run (the program's own too)\n"
     "  --sim-memory SIZE the simulated device's memory (GPUSIM_MEMORY: 40GiB, 512MiB)\n"
     "  --no-racecheck    with --sim, leave the race detector off\n"
     "  -h, --help        print this help\n"
@@ -261,6 +261,29 @@ static void quote(const char *line, char *out, size_t size)
         snprintf(out, size, "\"%.*s...\"", (int)(size - 6), line);
 }
 
+/* The simulated device's race detector ends a process with this status. */
+#define RACE_STATUS 66
+
+/* True (with the detector's first report in `text`) when the run ended
+ * because the simulated device's race detector found a race. */
+static bool raced(const struct options *options, const struct outcome *run, char *text, size_t size)
+{
+    if (!options->sim || !options->racecheck || !run->result.started || run->result.signal ||
+        run->result.exit_status != RACE_STATUS)
+        return false;
+    const char *report = strstr(run->errors, "gpusim: race: ");
+    if (report) {
+        report += strlen("gpusim: ");
+        const char *end = strchr(report, '\n');
+        int length = end ? (int)(end - report) : (int)strlen(report);
+        snprintf(text, size, "the race detector reported: %.*s", length > 400 ? 400 : length,
+                 report);
+    } else {
+        snprintf(text, size, "exit %d: the race detector reported a race", RACE_STATUS);
+    }
+    return true;
+}
+
 /* One line saying how `run` differs from `native`; false when it does not. */
 static bool difference(const struct outcome *native, const struct outcome *run, char *text,
                        size_t size)
@@ -355,7 +378,12 @@ int command_check(int argc, char **argv)
             printf(", %" PRIu64 " driver allocations\n", counted.result.figures.device_allocations);
         else
             printf(", driver allocations not counted (the passthrough:True run wrote no report)\n");
-        if (!program_succeeded(&native.result)) {
+        size_t failures = 0;
+        char race[512];
+        if (raced(&options, &native, race, sizeof race)) {
+            printf("FAIL  the program alone: %s\n", race);
+            failures++;
+        } else if (!program_succeeded(&native.result)) {
             printf("note: the program fails on its own (%s); the runs below must fail the same way\n",
                    native_status);
             if (!options.sim && native.result.exit_status != 0 &&
@@ -365,7 +393,6 @@ int command_check(int argc, char **argv)
                 printf("note: no GPU driver reachable: --sim runs the program on the simulated "
                        "device\n");
         }
-        size_t failures = 0;
         for (size_t index = 0; index < options.configuration_count; index++) {
             const char *configuration = options.configurations[index];
             struct outcome run = {0};
@@ -374,6 +401,8 @@ int command_check(int argc, char **argv)
             bool differs = !ran;
             if (!ran)
                 snprintf(detail, sizeof detail, "could not be run");
+            else if (raced(&options, &run, detail, sizeof detail))
+                differs = true;
             else
                 differs = difference(&native, &run, detail, sizeof detail);
             char allocations[128] = "";
@@ -399,8 +428,8 @@ int command_check(int argc, char **argv)
             release(&run);
         }
         if (failures)
-            printf("gpucache check: %zu of %zu configurations differ from the program alone\n",
-                   failures, options.configuration_count);
+            printf("gpucache check: %zu of %zu runs failed\n", failures,
+                   options.configuration_count + 1);
         else
             printf("gpucache check: all %zu configurations behave as the program alone\n",
                    options.configuration_count);

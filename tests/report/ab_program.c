@@ -11,7 +11,8 @@
  * of which sends SIGUSR1 half way; `ab_program stale` prints the first
  * bytes of a buffer it never wrote, allocated right after freeing one it
  * did (a bug that shows only under a caching allocator, for gpucache
- * check). */
+ * check); `ab_program racy` writes one buffer from two non-blocking streams
+ * that nothing orders (a race the simulated device's detector reports). */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
@@ -136,6 +137,19 @@ int main(int argc, char **argv)
         return fill_device();
     if (strcmp(mode, "threads") == 0)
         return threads();
+    if (strcmp(mode, "racy") == 0) {
+        void *shared = NULL;
+        cudaStream_t one, two;
+        CHECK(cudaMalloc(&shared, 4096));
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaStreamCreateWithFlags(&one, cudaStreamNonBlocking));
+        CHECK(cudaStreamCreateWithFlags(&two, cudaStreamNonBlocking));
+        CHECK(cudaMemsetAsync(shared, 1, 4096, one));
+        CHECK(cudaMemsetAsync(shared, 2, 4096, two));
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaFree(shared));
+        return 0;
+    }
     if (strcmp(mode, "stale") == 0) {
         unsigned char *first = NULL, *second = NULL, bytes[4];
         CHECK(cudaMalloc((void **)&first, 1 << 20));

@@ -471,7 +471,7 @@ def case_check(gpucache, program, work, **_):
     stale = run([gpucache, 'check', '--conf', '', '--', program, 'stale'], expect=1)
     if not re.search(r"FAIL  '': output differs at compared line 2: \"first bytes [0-9a-f]{8}\" "
                      r"here, \"first bytes a5a5a5a5\" alone", stale.stdout) or \
-            '1 of 1 configurations differ' not in stale.stdout:
+            '1 of 2 runs failed' not in stale.stdout:
         fail(f'check on stale:\n{stale.stdout}')
     ignored = run([gpucache, 'check', '--conf', '', '--ignore', '^first bytes', '--', program,
                    'stale'])
@@ -506,6 +506,16 @@ def case_sim_option(gpucache, program, work, **_):
     compared = run([gpucache, 'ab', '--sim', '--', program, 'churn'], env=bare)
     if 'driver allocations' not in compared.stdout:
         fail(f'ab --sim:\n{compared.stdout}')
+    # A race fails the run, the program's own too.
+    racy = run([gpucache, 'check', '--sim', '--conf', '', '--', program, 'racy'], expect=1,
+               env=bare)
+    if racy.stdout.count('the race detector reported: race: cuMemsetD8Async') != 2 or \
+            'FAIL  the program alone' not in racy.stdout:
+        fail(f'check --sim on a race:\n{racy.stdout}')
+    quiet = run([gpucache, 'check', '--sim', '--no-racecheck', '--conf', '', '--', program,
+                 'racy'], env=bare)
+    if "PASS  ''" not in quiet.stdout:
+        fail(f'--no-racecheck:\n{quiet.stdout}')
     lost = run([gpucache, 'check', '--sim', '--', program], expect=127,
                env={'GPUCACHE_SIM': f'{work}/nowhere'})
     if lost.stderr.count('\n') != 1 or 'GPUCACHE_SIM' not in lost.stderr:
