@@ -3,6 +3,9 @@
  * sim_entry_points.def. */
 #include "sim_internal.h"
 
+#include <dlfcn.h>
+#include <stdio.h>
+
 #include <string.h>
 
 struct entry_point_variant {
@@ -26,6 +29,33 @@ bool sim_is_entry_point_name(const char *name)
         if (strcmp(variants[i].base_name, name) == 0 || strcmp(variants[i].exported_name, name) == 0)
             return true;
     return false;
+}
+
+/* NVIDIA's CUDA runtime verifies the driver through cuGetExportTable, a
+ * private interface the simulator does not imitate, and then fails every
+ * call (a program linked with nvcc's default static runtime, or a vendor
+ * library that carries that runtime inside, such as cuBLAS). Without this
+ * line a user sees only that library's own status code. Once per process,
+ * naming the module that asked. */
+static void explain_foreign_runtime(void)
+{
+    static atomic_bool explained;
+    if (atomic_exchange(&explained, true))
+        return;
+    const char *module = "the program";
+    Dl_info info;
+    const void *caller = sim_call_site.return_address;
+    if (caller != NULL && dladdr(caller, &info) != 0 && info.dli_fname != NULL &&
+        info.dli_fname[0] != '\0') {
+        const char *slash = strrchr(info.dli_fname, '/');
+        module = slash != NULL ? slash + 1 : info.dli_fname;
+    }
+    fprintf(stderr,
+            "gpusim: %s carries NVIDIA's CUDA runtime, which cannot run on the simulated device "
+            "(it needs private driver tables): build programs with nvcc -cudart shared so the "
+            "simulator's libcudart.so.13 is used; vendor libraries that carry NVIDIA's runtime "
+            "(cuBLAS, cuDNN, cuFFT and the like) cannot run here\n",
+            module);
 }
 
 static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -54,6 +84,8 @@ static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint6
     }
     const struct entry_point_variant *chosen = per_thread && threaded != NULL ? threaded : legacy;
     *pfn = chosen != NULL ? chosen->function : NULL;
+    if (chosen == NULL && strcmp(symbol, "cuGetExportTable") == 0)
+        explain_foreign_runtime();
     if (symbolStatus != NULL)
         *symbolStatus = chosen != NULL ? CU_GET_PROC_ADDRESS_SUCCESS
                         : known_name   ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
