@@ -143,7 +143,26 @@ void sim_kernel_run(struct sim_kernel_launch *launch)
 {
     /* After a fault the device runs nothing more in that context. */
     if (atomic_load(&launch->context->sticky_error) == 0) {
+        /* A cooperative grid gets the barrier word cooperative groups'
+         * grid.sync() counts on ({size, barrier}, as the driver lays it
+         * out), for this run only. */
+        struct sim_range *workspace = NULL;
+        if (launch->grid.cooperative) {
+            sim_lock();
+            if (sim_device_allocate(launch->context, 8, SIM_RANGE_DEVICE, &workspace) == CUDA_SUCCESS) {
+                const uint32_t header[2] = {8, 0};
+                memcpy((void *)workspace->base, header, sizeof header);
+                launch->grid.grid_workspace = workspace->base;
+            }
+            sim_unlock();
+        }
         enum ptx_status status = ptx_launch_run(&launch->grid);
+        if (workspace != NULL) {
+            sim_lock();
+            sim_range_destroy(workspace);
+            sim_unlock();
+            launch->grid.grid_workspace = 0;
+        }
         if (status != PTX_OK) {
             fprintf(stderr, "gpusim: %s\n", launch->grid.message);
             int expected = 0;
@@ -272,6 +291,7 @@ static CUresult launch_kernel(CUfunction handle, const unsigned grid[3], const u
         .sm_count = SM_COUNT,
         /* The race detector attaches when the launch is queued. */
         .observe_access = NULL,
+        .cooperative = cooperative,
     };
     struct sim_work work = {.kind = SIM_WORK_KERNEL};
     work.u.kernel.launch = launch;

@@ -460,7 +460,13 @@ static CUresult function_attribute(int *value, CUfunction_attribute attribute, c
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = (int)ptx_function_static_shared_bytes(ptx); break;
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *value = 0; break;
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *value = (int)ptx_function_local_bytes(ptx); break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = (int)ptx_function_register_count(ptx); break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: {
+        /* PTX registers are virtual and unbounded; a GPU thread has at most
+         * 255, which is what ptxas would spill down to. */
+        size_t registers = ptx_function_register_count(ptx);
+        *value = registers > 255 ? 255 : (int)registers;
+        break;
+    }
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *value = 0; break;

@@ -24,7 +24,8 @@
 
 static const char usage[] =
     "usage: gpucache check [--conf STRING]... [--ignore REGEX]... [--sim]\n"
-    "                      [--sim-memory SIZE] [--no-racecheck] -- PROGRAM [ARGS...]\n"
+    "                      [--sim-memory SIZE] [--no-racecheck] [--expect-failure]\n"
+    "                      -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM as it is, then under libgpucache.so in each configuration, and\n"
     "prints one verdict line per configuration: PASS when the run exits as the\n"
@@ -41,6 +42,8 @@ static const char usage[] =
     "                    is on, and a race fails the run (the program's own too)\n"
     "  --sim-memory SIZE the simulated device's memory (GPUSIM_MEMORY: 40GiB, 512MiB)\n"
     "  --no-racecheck    with --sim, leave the race detector off\n"
+    "  --expect-failure  the program is meant to fail: compare how it fails (without\n"
+    "                    this, a program that fails on its own fails the check)\n"
     "  -h, --help        print this help\n"
     "\n"
     "Exit status: 0 when every configuration passes, 1 when one fails, 2 for bad\n"
@@ -53,6 +56,7 @@ struct options {
     size_t pattern_count;
     bool sim;
     bool racecheck;
+    bool expect_failure;
     const char *sim_memory;
     char **program;
 };
@@ -62,7 +66,8 @@ static int parse_options(int argc, char **argv, struct options *options)
     static const struct option long_options[] = {
         {"conf", required_argument, NULL, 'c'},       {"ignore", required_argument, NULL, 'i'},
         {"sim", no_argument, NULL, 's'},              {"sim-memory", required_argument, NULL, 'm'},
-        {"no-racecheck", no_argument, NULL, 'n'},     {"help", no_argument, NULL, 'h'},
+        {"no-racecheck", no_argument, NULL, 'n'},     {"expect-failure", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
         {0},
     };
     options->configurations = calloc((size_t)argc + 2, sizeof *options->configurations);
@@ -111,6 +116,9 @@ static int parse_options(int argc, char **argv, struct options *options)
             break;
         case 'n':
             options->racecheck = false;
+            break;
+        case 'f':
+            options->expect_failure = true;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -383,15 +391,19 @@ int command_check(int argc, char **argv)
         if (raced(&options, &native, race, sizeof race)) {
             printf("FAIL  the program alone: %s\n", race);
             failures++;
-        } else if (!program_succeeded(&native.result)) {
-            printf("note: the program fails on its own (%s); the runs below must fail the same way\n",
-                   native_status);
+        } else if (!program_succeeded(&native.result) && !options.expect_failure) {
+            printf("FAIL  the program alone: %s (a check needs a program that succeeds; "
+                   "--expect-failure compares one that fails)\n", native_status);
+            failures++;
             if (!options.sim && native.result.exit_status != 0 &&
                 (strstr(native.errors, "cudaErrorInsufficientDriver") ||
                  strstr(native.errors, "CUDA driver version is insufficient") ||
                  strstr(native.errors, "no CUDA-capable device")))
                 printf("note: no GPU driver reachable: --sim runs the program on the simulated "
                        "device\n");
+        } else if (!program_succeeded(&native.result)) {
+            printf("note: the program fails on its own (%s), as --expect-failure says; the runs "
+                   "below must fail the same way\n", native_status);
         }
         for (size_t index = 0; index < options.configuration_count; index++) {
             const char *configuration = options.configurations[index];

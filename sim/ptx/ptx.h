@@ -121,6 +121,12 @@ struct ptx_launch {
     unsigned sm_count;  /* %nsmid; %smid is the CTA's worker modulo this */
     ptx_access_observer observe_access; /* NULL: nobody watches */
     void *observer_context;
+    /* A cooperative launch: every CTA is resident at once (they may wait
+     * for each other), and `grid_workspace` is the device address of the
+     * grid barrier that %envreg1 (high half) and %envreg2 (low half) give
+     * the kernel, as CUDA's cooperative groups expect. */
+    bool cooperative;
+    uint64_t grid_workspace;
     /* Out: the first failure, with one line describing it. */
     enum ptx_status status;
     char message[320];

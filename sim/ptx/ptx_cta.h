@@ -24,6 +24,22 @@ struct ptx_cta_memory {
 enum ptx_status ptx_run_cta(struct ptx_launch *launch, struct ptx_cta_memory *memory, unsigned worker,
                             const unsigned ctaid[3]);
 
+/* A CTA that runs in turns, for grids whose CTAs must all be resident at
+ * once (cooperative launches, where blocks wait for each other). */
+struct ptx_cta_run;
+
+/* Sets up CTA `ctaid` in `memory` (its own, kept until the CTA finishes);
+ * NULL when host memory runs out (the launch then has the failure). */
+struct ptx_cta_run *ptx_cta_start(struct ptx_launch *launch, struct ptx_cta_memory *memory,
+                                  unsigned worker, const unsigned ctaid[3]);
+
+/* Runs the CTA for up to `rounds` turns of its warps; true once it has
+ * finished or failed. */
+bool ptx_cta_resume(struct ptx_cta_run *run, unsigned rounds);
+
+/* Frees a started CTA and returns how it ended. */
+enum ptx_status ptx_cta_finish(struct ptx_cta_run *run);
+
 /* Frees a worker's buffers. */
 void ptx_cta_memory_release(struct ptx_cta_memory *memory);
 

@@ -956,6 +956,8 @@ static uint64_t special_value(const struct cta *cta, const struct warp *warp, ui
     case SR_TOTAL_SMEM_SIZE: return cta->shared_bytes;
     case SR_CLUSTERID_X: return cta->ctaid[0];
     case SR_CLUSTER_NCTAID_X: case SR_CLUSTER_NCTARANK: return 1;
+    case SR_GRID_WORKSPACE_HIGH: return (uint32_t)(launch->grid_workspace >> 32);
+    case SR_GRID_WORKSPACE_LOW: return (uint32_t)launch->grid_workspace;
     default: return 0;
     }
 }
@@ -2076,70 +2078,122 @@ static void *grow(void **buffer, size_t *capacity, size_t needed)
     return grown;
 }
 
-enum ptx_status ptx_run_cta(struct ptx_launch *launch, struct ptx_cta_memory *memory, unsigned worker,
-                            const unsigned ctaid[3])
+/* Sets up CTA `ctaid` in `memory`; false (with cta->status set) when host
+ * memory runs out. */
+static bool cta_begin(struct cta *cta, struct ptx_launch *launch, struct ptx_cta_memory *memory,
+                      unsigned worker, const unsigned ctaid[3])
 {
     const struct ptx_function *function = launch->function;
-    struct cta cta = {
+    *cta = (struct cta){
         .function = function, .launch = launch, .memory = memory, .worker = worker,
         .ctaid = {ctaid[0], ctaid[1], ctaid[2]},
     };
-    cta.thread_count = launch->block[0] * launch->block[1] * launch->block[2];
-    cta.warp_count = (cta.thread_count + PTX_WARP_SIZE - 1) / PTX_WARP_SIZE;
-    cta.live_threads = cta.thread_count;
-    cta.shared_bytes = function->static_shared_bytes == 0 && launch->dynamic_shared_bytes == 0
-                           ? 0
-                           : (function->static_shared_bytes + 15) / 16 * 16 + launch->dynamic_shared_bytes;
-    cta.local_bytes = function->local_bytes;
+    cta->thread_count = launch->block[0] * launch->block[1] * launch->block[2];
+    cta->warp_count = (cta->thread_count + PTX_WARP_SIZE - 1) / PTX_WARP_SIZE;
+    cta->live_threads = cta->thread_count;
+    cta->shared_bytes = function->static_shared_bytes == 0 && launch->dynamic_shared_bytes == 0
+                            ? 0
+                            : (function->static_shared_bytes + 15) / 16 * 16 + launch->dynamic_shared_bytes;
+    cta->local_bytes = function->local_bytes;
     size_t register_values = (size_t)function->register_count * PTX_WARP_SIZE;
-    size_t register_bytes = register_values * sizeof(uint64_t) * cta.warp_count;
-    size_t call_bytes = function->call_param_bytes * cta.thread_count;
+    size_t register_bytes = register_values * sizeof(uint64_t) * cta->warp_count;
+    size_t call_bytes = function->call_param_bytes * cta->thread_count;
     if (!grow(&memory->registers, &memory->register_capacity, register_bytes + 64) ||
-        !grow(&memory->shared, &memory->shared_capacity, cta.shared_bytes + 16) ||
-        !grow(&memory->local, &memory->local_capacity, cta.local_bytes * cta.thread_count + 16) ||
+        !grow(&memory->shared, &memory->shared_capacity, cta->shared_bytes + 16) ||
+        !grow(&memory->local, &memory->local_capacity, cta->local_bytes * cta->thread_count + 16) ||
         !grow(&memory->call_params, &memory->call_param_capacity, call_bytes + 16) ||
-        !grow((void **)&memory->warps, &memory->warp_capacity, cta.warp_count * sizeof(struct warp))) {
+        !grow((void **)&memory->warps, &memory->warp_capacity, cta->warp_count * sizeof(struct warp))) {
         ptx_grid_report(launch, PTX_OUT_OF_MEMORY, "kernel %s: out of host memory for a CTA", function->name);
-        return PTX_OUT_OF_MEMORY;
+        cta->status = PTX_OUT_OF_MEMORY;
+        return false;
     }
     /* Registers start at zero so a kernel that reads one before writing it
      * behaves the same on every run. */
     memset(memory->registers, 0, register_bytes);
-    memset(memory->shared, 0, cta.shared_bytes);
-    cta.shared = memory->shared;
-    cta.local = memory->local;
-    cta.call_params = memory->call_params;
-    cta.warps = memory->warps;
-    for (unsigned w = 0; w < cta.warp_count; w++) {
-        struct warp *warp = &cta.warps[w];
+    memset(memory->shared, 0, cta->shared_bytes);
+    cta->shared = memory->shared;
+    cta->local = memory->local;
+    cta->call_params = memory->call_params;
+    cta->warps = memory->warps;
+    for (unsigned w = 0; w < cta->warp_count; w++) {
+        struct warp *warp = &cta->warps[w];
         memset(warp, 0, sizeof *warp);
         warp->index = w;
         warp->r = (uint64_t *)memory->registers + register_values * w;
-        unsigned lanes = cta.thread_count - w * PTX_WARP_SIZE;
+        unsigned lanes = cta->thread_count - w * PTX_WARP_SIZE;
         warp->exists = lanes >= PTX_WARP_SIZE ? 0xffffffffu : (1u << lanes) - 1;
         warp->other_min = UINT32_MAX;
         for (unsigned s = 0; s < function->special_count; s++) {
             uint64_t *slot = warp->r + (size_t)function->specials[s].slot * PTX_WARP_SIZE;
             for (unsigned lane = 0; lane < PTX_WARP_SIZE; lane++)
-                slot[lane] = special_value(&cta, warp, function->specials[s].special, lane);
+                slot[lane] = special_value(cta, warp, function->specials[s].special, lane);
         }
     }
-    while (cta.live_threads > 0 && cta.status == PTX_OK) {
+    return true;
+}
+
+/* Runs up to `rounds` rounds (every runnable warp one slice, then the
+ * barriers); true once the CTA has finished or failed. */
+static bool cta_continue(struct cta *cta, unsigned long long rounds)
+{
+    for (unsigned long long round = 0; round < rounds; round++) {
+        if (cta->live_threads == 0 || cta->status != PTX_OK)
+            return true;
         bool ran = false;
-        for (unsigned w = 0; w < cta.warp_count && cta.status == PTX_OK; w++) {
-            struct warp *warp = &cta.warps[w];
+        for (unsigned w = 0; w < cta->warp_count && cta->status == PTX_OK; w++) {
+            struct warp *warp = &cta->warps[w];
             if ((warp->exists & ~warp->exited & ~warp->blocked) == 0)
                 continue;
-            run_warp(&cta, warp, SLICE_INSTRUCTIONS);
+            run_warp(cta, warp, SLICE_INSTRUCTIONS);
             ran = true;
         }
         bool released = false;
-        release_barriers(&cta, &released);
-        if (!ran && !released && cta.live_threads > 0 && cta.status == PTX_OK)
-            fault(&cta, PTX_DEADLOCK, NULL, "every live thread waits at a barrier that cannot complete");
+        release_barriers(cta, &released);
+        if (!ran && !released && cta->live_threads > 0 && cta->status == PTX_OK)
+            fault(cta, PTX_DEADLOCK, NULL, "every live thread waits at a barrier that cannot complete");
     }
+    return cta->live_threads == 0 || cta->status != PTX_OK;
+}
+
+enum ptx_status ptx_run_cta(struct ptx_launch *launch, struct ptx_cta_memory *memory, unsigned worker,
+                            const unsigned ctaid[3])
+{
+    struct cta cta;
+    if (cta_begin(&cta, launch, memory, worker, ctaid))
+        cta_continue(&cta, ~0ULL);
     atomic_fetch_add_explicit(&ptx_executed_thread_instructions, cta.instructions, memory_order_relaxed);
     return cta.status;
+}
+
+struct ptx_cta_run {
+    struct cta cta;
+};
+
+struct ptx_cta_run *ptx_cta_start(struct ptx_launch *launch, struct ptx_cta_memory *memory,
+                                  unsigned worker, const unsigned ctaid[3])
+{
+    struct ptx_cta_run *run = malloc(sizeof *run);
+    if (run == NULL) {
+        ptx_grid_report(launch, PTX_OUT_OF_MEMORY, "kernel %s: out of host memory for a CTA",
+                        launch->function->name);
+        return NULL;
+    }
+    cta_begin(&run->cta, launch, memory, worker, ctaid);
+    return run;
+}
+
+bool ptx_cta_resume(struct ptx_cta_run *run, unsigned rounds)
+{
+    return cta_continue(&run->cta, rounds);
+}
+
+enum ptx_status ptx_cta_finish(struct ptx_cta_run *run)
+{
+    enum ptx_status status = run->cta.status;
+    atomic_fetch_add_explicit(&ptx_executed_thread_instructions, run->cta.instructions,
+                              memory_order_relaxed);
+    free(run);
+    return status;
 }
 
 void ptx_cta_memory_release(struct ptx_cta_memory *memory)

@@ -139,6 +139,56 @@ static void start_pool(void)
     pool_size = started;
 }
 
+/* A cooperative grid on the calling thread, every CTA resident and each
+ * taking a turn of its warps in order, so blocks that wait for each other
+ * (a grid-wide barrier) all make progress however few host threads there
+ * are. Its CTAs then run one at a time: the cost of that guarantee. */
+static enum ptx_status run_resident(struct ptx_launch *launch, unsigned long long total)
+{
+    struct ptx_cta_memory *memories = calloc(total, sizeof *memories);
+    struct ptx_cta_run **runs = calloc(total, sizeof *runs);
+    if (memories == NULL || runs == NULL) {
+        ptx_grid_report(launch, PTX_OUT_OF_MEMORY, "kernel %s: out of host memory for %llu resident CTAs",
+                        launch->function->name, total);
+        free(memories);
+        free(runs);
+        return launch->status;
+    }
+    unsigned long long started = 0, running = 0;
+    for (; started < total; started++) {
+        unsigned ctaid[3];
+        cta_coordinates(launch, started, ctaid);
+        runs[started] = ptx_cta_start(launch, &memories[started], 0, ctaid);
+        if (runs[started] == NULL)
+            break;
+        running++;
+    }
+    bool failed = started < total;
+    while (running > 0 && !failed) {
+        for (unsigned long long index = 0; index < started && !failed; index++) {
+            if (runs[index] == NULL || !ptx_cta_resume(runs[index], 1))
+                continue;
+            enum ptx_status status = ptx_cta_finish(runs[index]);
+            runs[index] = NULL;
+            running--;
+            if (status != PTX_OK) {
+                failed = true;
+                if (launch->status == PTX_OK)
+                    ptx_grid_report(launch, status, "a CTA failed");
+            }
+        }
+    }
+    /* A failure ends the grid: the other CTAs stop where they are. */
+    for (unsigned long long index = 0; index < started; index++)
+        if (runs[index] != NULL)
+            ptx_cta_finish(runs[index]);
+    for (unsigned long long index = 0; index < total; index++)
+        ptx_cta_memory_release(&memories[index]);
+    free(memories);
+    free(runs);
+    return launch->status;
+}
+
 enum ptx_status ptx_launch_run(struct ptx_launch *launch)
 {
     launch->status = PTX_OK;
@@ -146,6 +196,8 @@ enum ptx_status ptx_launch_run(struct ptx_launch *launch)
     unsigned long long total = (unsigned long long)launch->grid[0] * launch->grid[1] * launch->grid[2];
     if (total == 0)
         return PTX_OK;
+    if (launch->cooperative && total > 1)
+        return run_resident(launch, total);
     pthread_once(&pool_once, start_pool);
     struct grid_job job = {.launch = launch, .total = total};
     pthread_mutex_lock(&pool_lock);

@@ -716,9 +716,22 @@ static const struct {
     {"%cluster_nctarank", SR_CLUSTER_NCTARANK}, {"%cluster_ctarank", SR_CLUSTER_CTARANK},
 };
 
-/* %envreg0..%envreg31 (values the driver may pass to a kernel; it passes
- * none here) and the performance counters %pm0..%pm7 and %pm0_64..%pm7_64
- * (nothing counts events on the simulator): all read 0. */
+/* %envreg0..%envreg31, values the driver passes to a kernel: %envreg1 and
+ * %envreg2 hold the grid barrier of a cooperative launch (0 otherwise),
+ * the rest read 0. The performance counters %pm0..%pm7 and
+ * %pm0_64..%pm7_64 read 0 too: nothing counts events on the simulator.
+ * -1: not one of these. */
+static bool is_zero_special(const char *name, size_t length);
+
+static int environment_special(const char *name, size_t length)
+{
+    if (length == 8 && memcmp(name, "%envreg1", 8) == 0)
+        return SR_GRID_WORKSPACE_HIGH;
+    if (length == 8 && memcmp(name, "%envreg2", 8) == 0)
+        return SR_GRID_WORKSPACE_LOW;
+    return is_zero_special(name, length) ? SR_ZERO : -1;
+}
+
 static bool is_zero_special(const char *name, size_t length)
 {
     static const char envreg[] = "%envreg", counter[] = "%pm";
@@ -761,8 +774,8 @@ static uint32_t lookup_register(struct function_builder *builder, const char *na
         if (strlen(special_registers[i].name) == length &&
             memcmp(special_registers[i].name, name, length) == 0)
             special = special_registers[i].special;
-    if (special < 0 && is_zero_special(name, length))
-        special = SR_ZERO;
+    if (special < 0)
+        special = environment_special(name, length);
     if (special < 0)
         return PTX_NO_REGISTER;
     uint32_t slot = new_slot(builder);

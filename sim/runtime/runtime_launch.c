@@ -189,7 +189,10 @@ cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int
     int warps = (blockSize + 31) / 32;
     int by_threads = 64 / warps;
     int registers_per_block = warps * 32 * (attributes.numRegs > 0 ? attributes.numRegs : 1);
-    int by_registers = registers_per_block > 65536 ? 0 : 65536 / registers_per_block;
+    /* The register count is an estimate from PTX (a GPU's compiler would
+     * spill to fit), and the simulator launches any block the thread limit
+     * allows: registers never rule a block out. */
+    int by_registers = registers_per_block > 65536 ? 1 : 65536 / registers_per_block;
     size_t shared = attributes.sharedSizeBytes + dynamicSMemSize + 1024;
     int by_shared = (int)(233472 / shared);
     int blocks = by_threads < 32 ? by_threads : 32;

@@ -478,9 +478,14 @@ def case_check(gpucache, program, work, **_):
     if "PASS  ''" not in ignored.stdout or '(2 compared)' not in ignored.stdout:
         fail(f'--ignore:\n{ignored.stdout}')
     # A different exit status is a failure too, with the program's last error line.
-    status = run([gpucache, 'check', '--conf', 'max_split_size_mb:64', '--', program, 'exit3'])
+    status = run([gpucache, 'check', '--conf', 'max_split_size_mb:64', '--expect-failure', '--',
+                  program, 'exit3'])
     if "PASS  'max_split_size_mb:64': exit 3" not in status.stdout:
-        fail(f'same failing status must pass:\n{status.stdout}')
+        fail(f'same failing status must pass with --expect-failure:\n{status.stdout}')
+    # Without it, a program that fails on its own fails the check.
+    failing = run([gpucache, 'check', '--conf', '', '--', program, 'exit3'], expect=1)
+    if 'FAIL  the program alone: exit 3' not in failing.stdout:
+        fail(f'a failing program must fail the check:\n{failing.stdout}')
     bad = run([gpucache, 'check', '--ignore', '(', '--', program], expect=2)
     if bad.stderr.count('\n') != 1 or 'not an extended regular expression' not in bad.stderr:
         fail(f'bad pattern: {bad.stderr!r}')

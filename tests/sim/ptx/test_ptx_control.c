@@ -526,3 +526,48 @@ Test(ptx_control, environment_registers_and_counters_read_zero)
                 "cvt.u32.u64 %r21, %rd21;\nor.b32 %r20, %r20, %r21;\nadd.u32 %r20, %r20, 7;\n" RESULT_R32,
                 {0, 0, 0, 7});
 }
+
+/* A cooperative grid's CTAs are all resident: each one arrives at a
+ * counter and spins until every CTA has, which can only finish if every
+ * CTA runs in turns (there are more CTAs than host threads). %envreg1 and
+ * %envreg2 hold the grid barrier's address, as cooperative groups read it. */
+static const char resident_ptx[] = PTX_HEADER
+    ".visible .entry meet(.param .u64 counter, .param .u64 out)\n{\n"
+    ".reg .pred %p<3>; .reg .b32 %r<10>; .reg .b64 %rd<8>;\n"
+    "ld.param.u64 %rd1, [counter]; ld.param.u64 %rd2, [out];\n"
+    "mov.u32 %r1, %tid.x; setp.ne.u32 %p1, %r1, 0; @%p1 bra DONE;\n"
+    "mov.u32 %r2, %nctaid.x; atom.global.add.u32 %r3, [%rd1], 1;\n"
+    "SPIN:\nld.volatile.global.u32 %r4, [%rd1]; setp.lt.u32 %p2, %r4, %r2; @%p2 bra SPIN;\n"
+    "mov.u32 %r5, %ctaid.x; mul.wide.u32 %rd3, %r5, 8; add.s64 %rd4, %rd2, %rd3;\n"
+    "mov.u32 %r6, %envreg1; mov.u32 %r7, %envreg2; st.global.v2.u32 [%rd4], {%r7, %r6};\n"
+    "DONE:\nret;\n}\n";
+
+Test(ptx_control, a_cooperative_grid_runs_every_cta_in_turns)
+{
+    setenv("GPUSIM_KERNEL_THREADS", "1", 1);
+    start_device(0);
+    CUmodule module = load_ptx(resident_ptx);
+    CUfunction function = kernel_of(module, "meet");
+    const unsigned blocks = 24;
+    CUdeviceptr counter, out;
+    EXPECT_OK(cuMemAlloc(&counter, 4));
+    EXPECT_OK(cuMemAlloc(&out, blocks * 8));
+    EXPECT_OK(cuMemsetD32(counter, 0, 1));
+    EXPECT_OK(cuMemsetD32(out, 0, blocks * 2));
+    void *params[] = {&counter, &out};
+    EXPECT_OK(cuLaunchCooperativeKernel(function, blocks, 1, 1, 64, 1, 1, 0, NULL, params));
+    EXPECT_OK(cuCtxSynchronize());
+    uint64_t workspace[24];
+    EXPECT_OK(cuMemcpyDtoH(workspace, out, sizeof workspace));
+    for (unsigned block = 0; block < blocks; block++) {
+        cr_expect_neq(workspace[block], 0, "block %u sees no grid barrier", block);
+        cr_expect_eq(workspace[block], workspace[0], "block %u sees another barrier", block);
+    }
+    /* Outside a cooperative launch there is no grid barrier. */
+    EXPECT_OK(cuMemsetD32(counter, 0, 1));
+    EXPECT_OK(cuLaunchKernel(function, 1, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+    EXPECT_OK(cuCtxSynchronize());
+    EXPECT_OK(cuMemcpyDtoH(workspace, out, 8));
+    cr_expect_eq(workspace[0], 0);
+    EXPECT_OK(cuModuleUnload(module));
+}
