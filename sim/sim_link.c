@@ -219,6 +219,22 @@ static uint64_t placeholder_address(void *context, const char *name, size_t size
     return address;
 }
 
+/* Tells the caller's info log, if any, what was linked: there is no
+ * compilation to report, but a caller may print the log. */
+static void write_info_log(const struct sim_link *link)
+{
+    char *buffer = NULL;
+    size_t size = 0;
+    for (unsigned int i = 0; i < link->option_count; i++) {
+        if (link->options[i] == CU_JIT_INFO_LOG_BUFFER)
+            buffer = link->values[i];
+        else if (link->options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+            size = (size_t)(uintptr_t)link->values[i];
+    }
+    if (buffer != NULL && size > 0)
+        snprintf(buffer, size, "gpusim: linked %zu PTX text%s", link->count, link->count == 1 ? "" : "s");
+}
+
 static CUresult link_complete(CUlinkState state, void **image_out, size_t *size_out)
 {
     struct sim_link *link = live_link(state);
@@ -242,6 +258,7 @@ static CUresult link_complete(CUlinkState state, void **image_out, size_t *size_
         return result;
     }
     ptx_module_free(trial);
+    write_info_log(link);
     size_t size = sizeof(struct link_image_header) + link->count * sizeof(uint64_t);
     for (size_t i = 0; i < link->count; i++)
         size += link->texts[i].length + 1;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../fat_binary_builder.h"
 #include "ptx_test_support.h"
 #include <criterion/redirect.h>
 
@@ -51,13 +52,19 @@ static const char text_b[] = PTX_HEADER
 
 #define THREADS 32
 
+/* The info log of the last link_state(). */
+static char info_log[256];
+
 static CUlinkState link_state(char *log, size_t log_size)
 {
     CUlinkState state;
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_OPTIMIZATION_LEVEL};
-    void *values[] = {log, (void *)(uintptr_t)log_size, (void *)(uintptr_t)3};
-    EXPECT_OK(cuLinkCreate(3, options, values, &state));
+                              CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_INFO_LOG_BUFFER,
+                              CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, (void *)(uintptr_t)log_size, (void *)(uintptr_t)3, info_log,
+                      (void *)(uintptr_t)sizeof info_log};
+    info_log[0] = '\0';
+    EXPECT_OK(cuLinkCreate(5, options, values, &state));
     return state;
 }
 
@@ -77,6 +84,7 @@ static CUmodule link_a_and_b(bool b_first)
     size_t size = 0;
     EXPECT_OK(cuLinkComplete(state, &image, &size));
     cr_expect_gt(size, 0);
+    cr_expect(strstr(info_log, "linked 2 PTX texts") != NULL, "info log: %s", info_log);
     CUmodule module;
     EXPECT_OK(cuModuleLoadData(&module, image));
     EXPECT_OK(cuLinkDestroy(state));
@@ -281,44 +289,6 @@ Test(ptx_linking, a_text_loaded_alone_keeps_its_extern_variable)
     cr_expect_eq(value, 0);
     EXPECT_OK(cuMemFree(out));
     EXPECT_OK(cuModuleUnload(module));
-}
-
-/* A fat binary container with uncompressed entries: (kind, arch, payload). */
-struct fat_entry {
-    uint16_t kind; /* 1 PTX, 2 ELF */
-    uint32_t arch;
-    const char *payload;
-};
-
-static size_t build_fat_binary(unsigned char *out, size_t capacity, const struct fat_entry *entries,
-                               unsigned count)
-{
-    size_t used = 16;
-    for (unsigned i = 0; i < count; i++) {
-        size_t length = strlen(entries[i].payload) + 1, padded = (length + 7) / 8 * 8;
-        cr_assert_leq(used + 64 + padded, capacity);
-        unsigned char *header = out + used;
-        memset(header, 0, 64 + padded);
-        uint16_t version = 0x101;
-        uint32_t header_size = 64;
-        uint64_t payload_size = padded, flags = 0x11;
-        memcpy(header, &entries[i].kind, 2);
-        memcpy(header + 2, &version, 2);
-        memcpy(header + 4, &header_size, 4);
-        memcpy(header + 8, &payload_size, 8);
-        memcpy(header + 28, &entries[i].arch, 4);
-        memcpy(header + 40, &flags, 8);
-        memcpy(header + 64, entries[i].payload, length);
-        used += 64 + padded;
-    }
-    uint32_t magic = 0xba55ed50u;
-    uint16_t version = 1, header_size = 16;
-    uint64_t entries_size = used - 16;
-    memcpy(out, &magic, 4);
-    memcpy(out + 4, &version, 2);
-    memcpy(out + 6, &header_size, 2);
-    memcpy(out + 8, &entries_size, 8);
-    return used;
 }
 
 Test(ptx_linking, a_fat_binary_input_contributes_the_ptx_loading_would_pick, .init = cr_redirect_stderr)
