@@ -140,6 +140,12 @@ static CUresult describe_error(CUresult error, const char **pStr, bool want_name
     return CUDA_SUCCESS;
 }
 
+const char *sim_error_name(CUresult error)
+{
+    const struct sim_error_text *text = error_text(error);
+    return text != NULL ? text->name : "CUDA_ERROR_UNKNOWN";
+}
+
 SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
 {
     SIM_ENTER_BEFORE_INIT("cuGetErrorName");

@@ -152,6 +152,8 @@ void sim_read_environment(struct sim_settings *settings);
 
 /* Error code for a GPUSIM_FAIL name ("oom", "invalid", 700, CUDA_ERROR_*). */
 bool sim_parse_error_name(const char *text, CUresult *error);
+/* The CUDA_ERROR_* name of `error`, for messages. */
+const char *sim_error_name(CUresult error);
 
 /* ---- core objects ------------------------------------------------------- */
 
@@ -195,6 +197,7 @@ enum sim_handle_kind {
     SIM_HANDLE_GRAPH_EXEC,
     SIM_HANDLE_MODULE,   /* CUmodule, and CUlibrary (a module with no context of its own) */
     SIM_HANDLE_FUNCTION, /* CUfunction, and CUkernel (the same object) */
+    SIM_HANDLE_LINK,     /* CUlinkState */
 };
 
 /* Every live object handed out to the program is registered, so a stale or
@@ -718,6 +721,34 @@ struct sim_function {
     const struct ptx_function *ptx;
     int max_dynamic_shared_bytes; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 };
+
+struct ptx_source;
+
+/* The PTX text an image holds for the device: the image itself (PTX), or
+ * the fat binary entry module loading picks; *owned_text (free() it) is set
+ * when the text was decompressed. Says on stderr (and in the JIT error log)
+ * why an image holds no usable PTX. */
+CUresult sim_image_ptx(const void *image, size_t image_size, unsigned int option_count, CUjit_option *options,
+                       void **values, char **owned_text, const char **text, size_t *length);
+
+/* Writes `message` to the CU_JIT_ERROR_LOG_BUFFER among `options`, if any. */
+void sim_write_jit_error_log(unsigned int option_count, CUjit_option *options, void **values,
+                             const char *message);
+
+/* The result a failed ptx_module_link() is reported with, from its
+ * enum ptx_link_failure and error line. */
+CUresult sim_link_failure_result(int failure, const char *error);
+
+/* Reads a whole file into a malloc'd NUL-terminated buffer. */
+CUresult sim_read_file(const char *path, char **contents, size_t *size);
+
+/* cuLinkComplete's image (sim_link.c): true when `image` is one. */
+bool sim_link_image_is(const void *image);
+
+/* The PTX texts of a cuLinkComplete image, pointing into it; *sources is
+ * malloc'd. CUDA_ERROR_INVALID_IMAGE when the image is damaged. */
+CUresult sim_link_image_sources(const void *image, size_t image_size, struct ptx_source **sources,
+                                size_t *count);
 
 /* Unloads every module of a context that is being destroyed or reset (its
  * work has drained): their variables went with the context's memory. */

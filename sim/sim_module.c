@@ -3,13 +3,14 @@
  * cuModuleGetGlobal and the function attributes.
  *
  * An image is PTX text, a fat binary (container or the wrapper nvcc embeds),
- * or a cubin. The simulator runs PTX only: from a fat binary it takes the
- * PTX of the highest virtual architecture at or below the device's compute
- * capability, as the driver's JIT would; an image with only SASS cannot run
- * and fails with CUDA_ERROR_NO_BINARY_FOR_GPU, with one line on stderr
- * saying how to add PTX. Every .global and .const variable becomes a device
- * allocation of the module's context, so copies to and from symbols are
- * ordinary device copies. */
+ * a cubin, or the image cuLinkComplete returns (sim_link.c), whose PTX
+ * texts are linked into one module here. The simulator runs PTX only: from
+ * a fat binary it takes the PTX of the highest virtual architecture at or
+ * below the device's compute capability, as the driver's JIT would; an
+ * image with only SASS cannot run and fails with CUDA_ERROR_NO_BINARY_FOR_GPU,
+ * with one line on stderr saying how to add PTX. Every .global and .const
+ * variable becomes a device allocation of the module's context, so copies
+ * to and from symbols are ordinary device copies. */
 #include "sim_internal.h"
 
 #include <stdio.h>
@@ -97,21 +98,23 @@ static void write_error_log(unsigned int option_count, CUjit_option *options, vo
         snprintf(buffer, size, "%s", message);
 }
 
-/* Loads an image into `context`. */
-static CUresult module_load(struct sim_context *context, const void *image, size_t image_size, bool library,
-                            unsigned int option_count, CUjit_option *options, void **values,
-                            struct sim_module **out)
+void sim_write_jit_error_log(unsigned int option_count, CUjit_option *options, void **values,
+                             const char *message)
 {
-    if (image == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
+    write_error_log(option_count, options, values, message);
+}
+
+CUresult sim_image_ptx(const void *image, size_t image_size, unsigned int option_count, CUjit_option *options,
+                       void **values, char **owned_text, const char **text_out, size_t *length_out)
+{
     char error[320] = "";
-    char *owned_text = NULL;
     const char *text;
     size_t length;
+    *owned_text = NULL;
     if (fatbin_is_fatbin(image)) {
         char sass[128], too_new[128];
         unsigned arch = 0;
-        enum fatbin_result found = fatbin_select_ptx(image, image_size, SIM_COMPUTE_ARCH, &owned_text, &length,
+        enum fatbin_result found = fatbin_select_ptx(image, image_size, SIM_COMPUTE_ARCH, owned_text, &length,
                                                      &arch, sass, sizeof sass, too_new, sizeof too_new, error,
                                                      sizeof error);
         if (found == FATBIN_NO_PTX) {
@@ -128,7 +131,7 @@ static CUresult module_load(struct sim_context *context, const void *image, size
             write_error_log(option_count, options, values, error);
             return CUDA_ERROR_INVALID_IMAGE;
         }
-        text = owned_text;
+        text = *owned_text;
     } else if (fatbin_starts_with(image, "\177ELF", 4)) {
         fprintf(stderr, "gpusim: a cubin (SASS) cannot run on the simulator, which runs PTX only; load the "
                         "PTX or a fat binary built with -gencode arch=compute_90,code=compute_90\n");
@@ -137,23 +140,72 @@ static CUresult module_load(struct sim_context *context, const void *image, size
         text = image;
         length = image_size ? strnlen(text, image_size) : strlen(text);
     }
+    *text_out = text;
+    *length_out = length;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_link_failure_result(int failure, const char *error)
+{
+    switch ((enum ptx_link_failure)failure) {
+    case PTX_LINK_UNRESOLVED: return CUDA_ERROR_NOT_FOUND;
+    case PTX_LINK_DUPLICATE: return CUDA_ERROR_INVALID_PTX;
+    case PTX_LINK_INVALID: break;
+    }
+    return strstr(error, "no device memory") != NULL || strstr(error, "out of memory") != NULL
+               ? CUDA_ERROR_OUT_OF_MEMORY
+               : CUDA_ERROR_INVALID_PTX;
+}
+
+/* Loads an image into `context`. */
+static CUresult module_load(struct sim_context *context, const void *image, size_t image_size, bool library,
+                            unsigned int option_count, CUjit_option *options, void **values,
+                            struct sim_module **out)
+{
+    if (image == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    char error[320] = "";
+    char *owned_text = NULL;
+    const char *text = NULL;
+    size_t length = 0;
+    /* cuLinkComplete's image holds several texts, linked here again (its
+     * variables need this context's memory). */
+    struct ptx_source *sources = NULL;
+    size_t source_count = 0;
+    CUresult result;
+    if (sim_link_image_is(image))
+        result = sim_link_image_sources(image, image_size, &sources, &source_count);
+    else
+        result = sim_image_ptx(image, image_size, option_count, options, values, &owned_text, &text, &length);
+    if (result != CUDA_SUCCESS)
+        return result;
 
     struct sim_module *module = calloc(1, sizeof *module);
     if (module == NULL) {
         free(owned_text);
+        free(sources);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     module->context = context;
     module->library = library;
     struct allocation_context allocation = {.context = context, .module = module};
-    module->ptx = ptx_module_parse(text, length, allocate_variable, &allocation, error, sizeof error);
+    enum ptx_link_failure failure = PTX_LINK_INVALID;
+    if (sources != NULL)
+        module->ptx = ptx_module_link(sources, source_count, allocate_variable, &allocation, error, sizeof error,
+                                      &failure);
+    else
+        module->ptx = ptx_module_parse(text, length, allocate_variable, &allocation, error, sizeof error);
     free(owned_text);
+    free(sources);
     if (module->ptx == NULL) {
-        fprintf(stderr, "gpusim: cannot load PTX: %s\n", error);
+        result = sim_link_failure_result((int)failure, error);
+        if (sources != NULL)
+            fprintf(stderr, "gpusim: cannot link PTX: %s (%s)\n", error, sim_error_name(result));
+        else
+            fprintf(stderr, "gpusim: cannot load PTX: %s\n", error);
         write_error_log(option_count, options, values, error);
-        bool out_of_memory = strstr(error, "no device memory") != NULL;
         module_free(module);
-        return out_of_memory ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_PTX;
+        return result;
     }
     module->function_count = ptx_module_function_count(module->ptx);
     module->functions = calloc(module->function_count ? module->function_count : 1, sizeof *module->functions);
@@ -211,8 +263,7 @@ SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin
     return load_in_current_context(fatCubin, 0, false, 0, NULL, NULL, (struct sim_module **)module);
 }
 
-/* The whole file, NUL-terminated (PTX is text). */
-static CUresult read_file(const char *path, char **contents, size_t *size)
+CUresult sim_read_file(const char *path, char **contents, size_t *size)
 {
     if (path == NULL)
         return CUDA_ERROR_INVALID_VALUE;
@@ -252,7 +303,7 @@ static CUresult load_file(const char *path, bool library, struct sim_module **ou
 {
     char *contents;
     size_t size;
-    CUresult result = read_file(path, &contents, &size);
+    CUresult result = sim_read_file(path, &contents, &size);
     if (result != CUDA_SUCCESS)
         return result;
     result = load_in_current_context(contents, size, library, 0, NULL, NULL, out);

@@ -31,6 +31,28 @@ struct ptx_module *ptx_module_parse(const char *text, size_t length,
                                     ptx_variable_allocator allocate, void *allocator_context,
                                     char *error, size_t error_size);
 
+/* One PTX text of a module linked from several. */
+struct ptx_source {
+    const char *text; /* not necessarily NUL-terminated */
+    size_t length;
+};
+
+/* Why ptx_module_link() refused its texts. */
+enum ptx_link_failure {
+    PTX_LINK_INVALID,    /* a text does not parse (or memory ran out) */
+    PTX_LINK_UNRESOLVED, /* an .extern symbol or a called function no text defines */
+    PTX_LINK_DUPLICATE,  /* two texts define the same .visible symbol */
+};
+
+/* Parses `count` texts into one module, as the driver's JIT linker links
+ * separately compiled PTX: each text's non-.visible symbols are its own,
+ * and its .extern declarations (and calls) resolve to the .visible or
+ * .weak definition of any text. NULL, one line in `error` and the reason
+ * in `failure` (may be NULL) on failure. */
+struct ptx_module *ptx_module_link(const struct ptx_source *sources, size_t count,
+                                   ptx_variable_allocator allocate, void *allocator_context,
+                                   char *error, size_t error_size, enum ptx_link_failure *failure);
+
 /* Frees a module (not the device memory of its variables). */
 void ptx_module_free(struct ptx_module *module);
 

@@ -143,6 +143,7 @@ struct ptx_param {
 
 struct ptx_call_site {
     char *callee;        /* name, until linked */
+    unsigned text;       /* the PTX text the call is in, whose private names it sees */
     uint32_t entry;      /* callee's first instruction in the kernel */
     unsigned argument_count;
     /* Per argument: the caller's .param offset, the callee's formal offset,
@@ -150,6 +151,14 @@ struct ptx_call_site {
     uint32_t from[PTX_MAX_CALL_ARGUMENTS], to[PTX_MAX_CALL_ARGUMENTS], size[PTX_MAX_CALL_ARGUMENTS];
     bool has_return;
     uint32_t return_from, return_to, return_size;
+};
+
+/* An immediate that is the address of an .extern .global/.const variable
+ * (plus an offset), known only once every text of a linked module is read. */
+struct ptx_symbol_fixup {
+    uint32_t instruction;
+    uint8_t operand;
+    size_t variable; /* module variable index of the declaration */
 };
 
 /* An immediate that is an offset in the thread's local memory or call
@@ -163,6 +172,11 @@ struct ptx_offset_fixup {
 struct ptx_function {
     char *name;
     bool entry;
+    bool visible;  /* .visible or .weak: other texts of a linked module see it */
+    bool weak;     /* .weak or .common: a .visible definition elsewhere wins */
+    unsigned text; /* index of its PTX text in a linked module (0 alone) */
+    struct ptx_symbol_fixup *symbol_fixups;
+    unsigned symbol_fixup_count;
     struct ptx_call_site *call_sites;
     unsigned call_site_count;
     struct ptx_offset_fixup *offset_fixups;
@@ -192,7 +206,10 @@ struct ptx_variable {
     size_t size;
     size_t alignment;
     bool is_extern;
-    uint64_t address; /* .global/.const: device address */
+    bool visible;  /* .visible or .weak */
+    bool weak;     /* .weak or .common */
+    unsigned text; /* index of its PTX text in a linked module (0 alone) */
+    uint64_t address; /* .global/.const: device address (a linked extern: its definition's) */
 };
 
 struct ptx_module {

@@ -124,6 +124,13 @@ struct parser {
     struct map variables; /* module scope: value = index into module->variables */
     ptx_variable_allocator allocate;
     void *allocator_context;
+    /* Several texts linked into one module (ptx_module_link): this text's
+     * index, and whether .extern symbols wait for another text's definition
+     * (alone, an .extern variable with a size gets memory of its own). */
+    unsigned text;
+    bool linking;
+    /* The linkage directives before the declaration being parsed. */
+    bool is_visible, is_weak;
 };
 
 static void fail(struct parser *parser, const char *format, ...)
@@ -134,6 +141,12 @@ static void fail(struct parser *parser, const char *format, ...)
     int used = snprintf(parser->error, parser->error_size, "PTX line %u: ", parser->token.line);
     if (used < 0 || (size_t)used >= parser->error_size)
         return;
+    if (parser->linking) {
+        int more = snprintf(parser->error + used, parser->error_size - (size_t)used, "(text %u) ", parser->text);
+        if (more < 0 || (size_t)(used + more) >= parser->error_size)
+            return;
+        used += more;
+    }
     va_list arguments;
     va_start(arguments, format);
     vsnprintf(parser->error + used, parser->error_size - (size_t)used, format, arguments);
@@ -615,6 +628,9 @@ static bool parse_module_variable(struct parser *parser, enum ptx_space space, b
     variable->size = declaration.unsized ? 0 : declaration.element_count * type_bytes(declaration.type);
     variable->alignment = declaration.alignment;
     variable->is_extern = is_extern || declaration.unsized;
+    variable->visible = parser->is_visible;
+    variable->weak = parser->is_weak;
+    variable->text = parser->text;
     if (variable->name == NULL ||
         !map_put(&parser->variables, declaration.name, declaration.name_length,
                  (int64_t)(parser->module->variable_count - 1), 0)) {
@@ -622,10 +638,16 @@ static bool parse_module_variable(struct parser *parser, enum ptx_space space, b
         fail(parser, "out of memory");
         return false;
     }
+    if ((space == S_GLOBAL || space == S_CONST) && parser->linking && variable->is_extern) {
+        /* Another text defines it: resolve_extern_variables() gives it that
+         * definition's address. */
+        free(declaration.initial);
+        return expect(parser, ";");
+    }
     if (space == S_GLOBAL || space == S_CONST) {
         if (variable->is_extern && variable->size == 0) {
             free(declaration.initial);
-            fail(parser, "extern .global variable '%s' needs linking, which the simulator does not do",
+            fail(parser, "extern .global variable '%s' needs linking (cuLinkCreate) with the text defining it",
                  variable->name);
             return false;
         }
@@ -1041,6 +1063,16 @@ static bool resolve_word(struct decode *decode, const char *text, size_t length,
             grown[builder->shared_fixup_count++] =
                 (struct shared_fixup){decode->index, (uint8_t)operand_index, (size_t)entry->value};
             out->imm = 0;
+        } else if (decode->parser->linking && variable->is_extern) {
+            struct ptx_function *function = builder->function;
+            struct ptx_symbol_fixup *grown =
+                realloc(function->symbol_fixups, (function->symbol_fixup_count + 1) * sizeof *grown);
+            if (grown == NULL)
+                return false;
+            function->symbol_fixups = grown;
+            grown[function->symbol_fixup_count++] =
+                (struct ptx_symbol_fixup){decode->index, (uint8_t)operand_index, (size_t)entry->value};
+            out->imm = 0;
         } else {
             out->imm = (int64_t)variable->address;
         }
@@ -1382,7 +1414,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
          * operand that is not one of the call's .param variables. Only the
          * CUDA runtime's device functions can be called, vprintf (printf)
          * and __assertfail (assert): nvcc inlines user device functions,
-         * and the simulator does not link separately compiled ones. */
+         * and separately compiled ones are linked by ptx_module_link(). */
         unsigned name_index = 0;
         while (name_index < raw_count && raw[name_index].kind == RAW_WORD) {
             struct map_entry *entry = map_find(&builder->locals, raw[name_index].text, raw[name_index].length);
@@ -1419,6 +1451,7 @@ static void parse_instruction(struct parser *parser, struct function_builder *bu
             struct ptx_call_site *site = &grown[function->call_site_count];
             memset(site, 0, sizeof *site);
             site->callee = strndup(raw[name_index].text, raw[name_index].length);
+            site->text = parser->text;
             site->argument_count = arguments;
             /* Counted at once, so the function frees it whatever follows. */
             unsigned site_index = function->call_site_count++;
@@ -1799,6 +1832,7 @@ static void free_function(struct ptx_function *function)
         free(function->call_sites[s].callee);
     free(function->call_sites);
     free(function->offset_fixups);
+    free(function->symbol_fixups);
     memset(function, 0, sizeof *function);
 }
 
@@ -1827,6 +1861,9 @@ static void parse_function(struct parser *parser, bool is_entry)
     }
     scratch.name = strndup(parser->token.text, parser->token.length);
     scratch.entry = is_entry;
+    scratch.visible = parser->is_visible;
+    scratch.weak = parser->is_weak;
+    scratch.text = parser->text;
     scratch.max_threads = 1024;
     next(parser);
     if (!parse_param_list(parser, &builder, is_entry, false)) {
@@ -1887,12 +1924,22 @@ static void parse_function(struct parser *parser, bool is_entry)
 
 /* ---- linking device-function calls --------------------------------------- */
 
-static struct ptx_function *device_function(struct ptx_module *module, const char *name)
+/* The device function a call in text `text` means by `name`: that text's
+ * own private one, else the .visible definition of any text, else a .weak
+ * one. Alone, a module has one text and its names are unique. */
+static struct ptx_function *device_function(struct ptx_module *module, const char *name, unsigned text)
 {
-    for (size_t i = 0; i < module->device_function_count; i++)
-        if (strcmp(module->device_functions[i].name, name) == 0)
-            return &module->device_functions[i];
-    return NULL;
+    struct ptx_function *weak = NULL;
+    for (size_t i = 0; i < module->device_function_count; i++) {
+        struct ptx_function *function = &module->device_functions[i];
+        if (strcmp(function->name, name) != 0 || (function->text != text && !function->visible))
+            continue;
+        if ((function->text == text && !function->visible) || !function->weak)
+            return function;
+        if (weak == NULL)
+            weak = function;
+    }
+    return weak;
 }
 
 static void link_error(struct ptx_function *kernel, const char *format, const char *name)
@@ -1924,10 +1971,10 @@ static bool resolve_call_sites(struct link_state *state, unsigned first, unsigne
 {
     for (unsigned i = first; i < first + count; i++) {
         struct ptx_call_site *site = &state->kernel->call_sites[i];
-        struct ptx_function *callee = device_function(state->module, site->callee);
+        struct ptx_function *callee = device_function(state->module, site->callee, site->text);
         if (callee == NULL) {
-            link_error(state->kernel, "calls '%s', which this module does not define (the simulator does not link "
-                                      "separately compiled device code)", site->callee);
+            link_error(state->kernel, "calls '%s', which this module does not define (separately compiled "
+                                      "device code needs linking with cuLinkCreate)", site->callee);
             return false;
         }
         uint32_t entry, base;
@@ -2136,9 +2183,14 @@ static void parse_module(struct parser *parser)
             continue;
         }
         bool is_extern = false;
+        parser->is_visible = parser->is_weak = false;
         while (is(parser, ".visible") || is(parser, ".extern") || is(parser, ".weak") || is(parser, ".common")) {
             if (is(parser, ".extern"))
                 is_extern = true;
+            else
+                parser->is_visible = true;
+            if (is(parser, ".weak") || is(parser, ".common"))
+                parser->is_weak = true;
             next(parser);
         }
         if (accept(parser, ".entry")) {
@@ -2188,6 +2240,195 @@ struct ptx_module *ptx_module_parse(const char *text, size_t length, ptx_variabl
     return module;
 }
 
+/* ---- linking several texts ---------------------------------------------- */
+
+static void link_fail(char *error, size_t error_size, const char *format, ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(error, error_size, format, arguments);
+    va_end(arguments);
+}
+
+static bool is_module_variable(const struct ptx_variable *variable)
+{
+    return variable->space == S_GLOBAL || variable->space == S_CONST;
+}
+
+/* Two texts defining the same .visible symbol (.weak ones aside) is the
+ * "multiple definition" a linker refuses: which one a reference means
+ * would depend on link order. */
+static bool check_duplicates(struct ptx_module *module, char *error, size_t error_size)
+{
+    struct map seen = {0};
+    bool ok = true;
+    for (unsigned kind = 0; kind < 3 && ok; kind++) {
+        size_t count = kind == 0 ? module->function_count
+                       : kind == 1 ? module->device_function_count : module->variable_count;
+        for (size_t i = 0; i < count && ok; i++) {
+            const char *name;
+            unsigned text;
+            if (kind < 2) {
+                const struct ptx_function *function =
+                    kind == 0 ? &module->functions[i] : &module->device_functions[i];
+                if (!function->visible || function->weak)
+                    continue;
+                name = function->name;
+                text = function->text;
+            } else {
+                const struct ptx_variable *variable = &module->variables[i];
+                if (!is_module_variable(variable) || !variable->visible || variable->weak || variable->is_extern)
+                    continue;
+                name = variable->name;
+                text = variable->text;
+            }
+            struct map_entry *entry = map_find(&seen, name, strlen(name));
+            if (entry != NULL) {
+                link_fail(error, error_size, "duplicate definition of '%s' in PTX texts %u and %u", name,
+                          (unsigned)entry->value, text);
+                ok = false;
+            } else if (!map_put(&seen, name, strlen(name), text, kind)) {
+                link_fail(error, error_size, "out of memory");
+                ok = false;
+            }
+        }
+    }
+    map_clear(&seen);
+    return ok;
+}
+
+/* The definition an .extern variable of text `text` names: a private one of
+ * its own text, else the .visible one, else a .weak one. */
+static const struct ptx_variable *variable_definition(const struct ptx_module *module, const char *name,
+                                                      unsigned text)
+{
+    const struct ptx_variable *weak = NULL;
+    for (size_t i = 0; i < module->variable_count; i++) {
+        const struct ptx_variable *variable = &module->variables[i];
+        if (!is_module_variable(variable) || variable->is_extern || strcmp(variable->name, name) != 0 ||
+            (variable->text != text && !variable->visible))
+            continue;
+        if ((variable->text == text && !variable->visible) || !variable->weak)
+            return variable;
+        if (weak == NULL)
+            weak = variable;
+    }
+    return weak;
+}
+
+/* Gives every .extern .global/.const its definition's address and patches
+ * the instructions that use it, before callees are copied into kernels. */
+static bool resolve_extern_variables(struct ptx_module *module, char *error, size_t error_size)
+{
+    for (size_t i = 0; i < module->variable_count; i++) {
+        struct ptx_variable *variable = &module->variables[i];
+        if (!is_module_variable(variable) || !variable->is_extern)
+            continue;
+        const struct ptx_variable *definition = variable_definition(module, variable->name, variable->text);
+        if (definition == NULL) {
+            link_fail(error, error_size, "undefined symbol '%s' (an .extern variable of PTX text %u)",
+                      variable->name, variable->text);
+            return false;
+        }
+        variable->address = definition->address;
+        variable->size = definition->size;
+    }
+    for (unsigned kind = 0; kind < 2; kind++) {
+        size_t count = kind == 0 ? module->function_count : module->device_function_count;
+        for (size_t f = 0; f < count; f++) {
+            struct ptx_function *function = kind == 0 ? &module->functions[f] : &module->device_functions[f];
+            for (unsigned x = 0; x < function->symbol_fixup_count; x++) {
+                const struct ptx_symbol_fixup *fixup = &function->symbol_fixups[x];
+                function->code[fixup->instruction].o[fixup->operand].imm +=
+                    (int64_t)module->variables[fixup->variable].address;
+            }
+        }
+    }
+    return true;
+}
+
+/* Device functions the driver provides to every module: a call to one is
+ * not an unresolved symbol (the interpreter runs vprintf and __assertfail
+ * itself and says at launch that it cannot run the others). */
+static bool is_driver_function(const char *name)
+{
+    return strcmp(name, "malloc") == 0 || strcmp(name, "free") == 0;
+}
+
+/* Every call must reach a definition: unlike a single text, whose kernels
+ * fail at launch when one cannot, a link refuses the whole module. */
+static bool check_calls(struct ptx_module *module, char *error, size_t error_size)
+{
+    for (unsigned kind = 0; kind < 2; kind++) {
+        size_t count = kind == 0 ? module->function_count : module->device_function_count;
+        for (size_t f = 0; f < count; f++) {
+            const struct ptx_function *function = kind == 0 ? &module->functions[f] : &module->device_functions[f];
+            for (unsigned c = 0; c < function->call_site_count; c++) {
+                const struct ptx_call_site *site = &function->call_sites[c];
+                if (device_function(module, site->callee, site->text) == NULL &&
+                    !is_driver_function(site->callee)) {
+                    link_fail(error, error_size, "undefined symbol '%s' (a function '%s' of PTX text %u calls)",
+                              site->callee, function->name, site->text);
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+struct ptx_module *ptx_module_link(const struct ptx_source *sources, size_t count, ptx_variable_allocator allocate,
+                                   void *allocator_context, char *error, size_t error_size,
+                                   enum ptx_link_failure *failure)
+{
+    enum ptx_link_failure ignored;
+    if (failure == NULL)
+        failure = &ignored;
+    *failure = PTX_LINK_INVALID;
+    if (error_size > 0)
+        error[0] = '\0';
+    struct ptx_module *module = calloc(1, sizeof *module);
+    if (module == NULL) {
+        snprintf(error, error_size, "out of memory");
+        return NULL;
+    }
+    if (count == 0) {
+        snprintf(error, error_size, "nothing to link");
+        ptx_module_free(module);
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct parser parser = {
+            .cursor = sources[i].text, .end = sources[i].text + sources[i].length, .line = 1,
+            .error = error, .error_size = error_size, .module = module, .allocate = allocate,
+            .allocator_context = allocator_context, .text = (unsigned)i, .linking = true,
+        };
+        parse_module(&parser);
+        map_clear(&parser.variables);
+        if (parser.failed) {
+            ptx_module_free(module);
+            return NULL;
+        }
+    }
+    if (!check_duplicates(module, error, error_size)) {
+        *failure = PTX_LINK_DUPLICATE;
+        ptx_module_free(module);
+        return NULL;
+    }
+    if (!resolve_extern_variables(module, error, error_size) || !check_calls(module, error, error_size)) {
+        *failure = PTX_LINK_UNRESOLVED;
+        ptx_module_free(module);
+        return NULL;
+    }
+    struct parser linker = {.error = error, .error_size = error_size, .module = module};
+    link_module(&linker);
+    if (linker.failed) {
+        ptx_module_free(module);
+        return NULL;
+    }
+    return module;
+}
+
 void ptx_module_free(struct ptx_module *module)
 {
     if (module == NULL)
@@ -2224,15 +2465,26 @@ const struct ptx_function *ptx_module_function_at(const struct ptx_module *modul
 
 bool ptx_module_variable(const struct ptx_module *module, const char *name, uint64_t *address, size_t *size)
 {
+    /* A linked module may hold the name several times (declarations, other
+     * texts' private variables): the .visible definition is the one every
+     * text shares. Alone, a text declares each name once. */
+    const struct ptx_variable *best = NULL;
+    int best_rank = 0;
     for (size_t i = 0; i < module->variable_count; i++) {
         const struct ptx_variable *variable = &module->variables[i];
-        if ((variable->space == S_GLOBAL || variable->space == S_CONST) && strcmp(variable->name, name) == 0) {
-            *address = variable->address;
-            *size = variable->size;
-            return true;
+        if (!is_module_variable(variable) || strcmp(variable->name, name) != 0)
+            continue;
+        int rank = variable->is_extern ? 1 : variable->visible && !variable->weak ? 4 : variable->visible ? 3 : 2;
+        if (rank > best_rank) {
+            best = variable;
+            best_rank = rank;
         }
     }
-    return false;
+    if (best == NULL)
+        return false;
+    *address = best->address;
+    *size = best->size;
+    return true;
 }
 
 size_t ptx_module_variable_count(const struct ptx_module *module)

@@ -118,6 +118,12 @@ struct sim_runtime_driver {
     PFN_cuModuleUnload_v2000 cuModuleUnload;
     PFN_cuModuleGetFunction_v2000 cuModuleGetFunction;
     PFN_cuModuleGetGlobal_v3020 cuModuleGetGlobal;
+    /* Requested at 5050, as NVIDIA's runtime does (it links separately
+     * compiled device code); the v1 signatures equal the v6050 typedefs. */
+    PFN_cuLinkCreate_v6050 cuLinkCreate;
+    PFN_cuLinkAddData_v6050 cuLinkAddData;
+    PFN_cuLinkComplete_v5050 cuLinkComplete;
+    PFN_cuLinkDestroy_v5050 cuLinkDestroy;
     PFN_cuFuncGetAttribute_v2020 cuFuncGetAttribute;
     PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute;
     PFN_cuFuncSetCacheConfig_v3000 cuFuncSetCacheConfig;

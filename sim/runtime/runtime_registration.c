@@ -3,7 +3,15 @@
  * and its device variables (host shadow -> device name) before main. The
  * runtime keeps those records and loads a fat binary through the driver
  * (cuModuleLoadData) only when one of its kernels or variables is first
- * used, once per context, as NVIDIA's runtime does with lazy loading. */
+ * used, once per context, as NVIDIA's runtime does with lazy loading.
+ *
+ * With separate compilation (-rdc) the program registers one device-linked
+ * image for all its translation units, whose kernels and variables are all
+ * registered against it; nvlink's image holds SASS only, but its wrapper
+ * also lists every unit's own (prelinked) fat binary, with that unit's PTX.
+ * The runtime links those PTX texts through the driver's JIT linker
+ * (cuLinkCreate ... cuLinkComplete) and loads the result, as the driver
+ * would to JIT the program for a GPU its SASS does not cover. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/queue.h>
@@ -17,6 +25,9 @@
 struct fat_binary {
     /* First member, so a pointer to the record is the void ** handle. */
     void *fat_cubin;
+    /* A device-linked image: the NULL-terminated list of the translation
+     * units' fat binaries, whose PTX is linked at load. NULL otherwise. */
+    void *const *prelinked;
     struct {
         CUcontext context;
         CUmodule module;
@@ -43,12 +54,35 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static LIST_HEAD(, registered_function) registered_functions = LIST_HEAD_INITIALIZER(registered_functions);
 static LIST_HEAD(, registered_variable) registered_variables = LIST_HEAD_INITIALIZER(registered_variables);
 
+/* The layout of the wrapper nvcc's host code passes to
+ * __cudaRegisterFatBinary; version 2 is a device-linked image's. */
+struct fat_binary_wrapper {
+    int magic;
+    int version;
+    const void *data;
+    void *filename_or_fatbins;
+};
+
+#define FAT_BINARY_WRAPPER_MAGIC 0x466243b1
+#define FAT_BINARY_WRAPPER_LINKED 2
+
+static void *const *prelinked_fat_binaries(const void *fat_cubin)
+{
+    const struct fat_binary_wrapper *wrapper = fat_cubin;
+    if (wrapper == NULL || wrapper->magic != FAT_BINARY_WRAPPER_MAGIC ||
+        wrapper->version != FAT_BINARY_WRAPPER_LINKED || wrapper->filename_or_fatbins == NULL)
+        return NULL;
+    void *const *list = wrapper->filename_or_fatbins;
+    return list[0] != NULL ? list : NULL;
+}
+
 void **CUDARTAPI __cudaRegisterFatBinary(void *fatCubin)
 {
     struct fat_binary *module = calloc(1, sizeof *module);
     if (module == NULL)
         return NULL;
     module->fat_cubin = fatCubin;
+    module->prelinked = prelinked_fat_binaries(fatCubin);
     return &module->fat_cubin;
 }
 
@@ -177,17 +211,44 @@ static void forget_module(struct fat_binary *binary)
         }
 }
 
+/* Links the PTX of a device-linked image's translation units and loads the
+ * result. */
+static CUresult load_linked(const struct fat_binary *binary, CUmodule *loaded)
+{
+    if (sim_runtime_driver.cuLinkCreate == NULL || sim_runtime_driver.cuLinkAddData == NULL ||
+        sim_runtime_driver.cuLinkComplete == NULL || sim_runtime_driver.cuLinkDestroy == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUlinkState link;
+    CUresult result = sim_runtime_driver.cuLinkCreate(0, NULL, NULL, &link);
+    if (result != CUDA_SUCCESS)
+        return result;
+    /* The containers carry their own sizes. */
+    for (size_t i = 0; binary->prelinked[i] != NULL && result == CUDA_SUCCESS; i++)
+        result = sim_runtime_driver.cuLinkAddData(link, CU_JIT_INPUT_FATBINARY, binary->prelinked[i], 0, NULL,
+                                                  0, NULL, NULL);
+    void *image = NULL;
+    if (result == CUDA_SUCCESS)
+        result = sim_runtime_driver.cuLinkComplete(link, &image, NULL);
+    if (result == CUDA_SUCCESS)
+        result = sim_runtime_driver.cuModuleLoadData(loaded, image);
+    sim_runtime_driver.cuLinkDestroy(link);
+    return result;
+}
+
 /* Loads the fat binary into `context` and remembers the outcome, a failure
  * included (it would fail the same way again). */
 static cudaError_t load_in_context(struct fat_binary *binary, CUcontext context, CUmodule *module)
 {
     CUmodule loaded = NULL;
-    CUresult result = sim_runtime_driver.cuModuleLoadData(&loaded, binary->fat_cubin);
+    CUresult result = binary->prelinked != NULL ? load_linked(binary, &loaded)
+                                                : sim_runtime_driver.cuModuleLoadData(&loaded, binary->fat_cubin);
     cudaError_t status;
     switch (result) {
     case CUDA_SUCCESS: status = cudaSuccess; break;
     case CUDA_ERROR_OUT_OF_MEMORY: status = cudaErrorMemoryAllocation; break;
     case CUDA_ERROR_INVALID_PTX: status = cudaErrorInvalidPtx; break;
+    /* A symbol the device link left unresolved. */
+    case CUDA_ERROR_NOT_FOUND: status = cudaErrorSymbolNotFound; break;
     /* No usable code in the image (only SASS, or not a fat binary at all):
      * the driver has said why on stderr. */
     default: status = cudaErrorNoKernelImageForDevice; break;
