@@ -153,7 +153,7 @@ bool gpucache_allocator_visit_segments_then(
     void (*visit)(void *context, const struct gpucache_segment_info *segment),
     void (*finished)(void *context), void *context);
 
-/* Sends every event of this allocator (report/gpucache_events.h: alloc,
+/* Sends every event of this allocator (gpucache_events.h: alloc,
  * free_requested, free_completed, segment_alloc/free/map/unmap, oom) to
  * `observer`, called under the allocator's lock in the order they happen;
  * NULL stops. Set it while no other thread uses the allocator (right after

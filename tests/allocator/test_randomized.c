@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "allocator_fixture.h"
+#include "gpucache_report.h"
 
 #define LIVE_MAX 384
 #define STREAM_COUNT 4
