@@ -58,10 +58,6 @@ static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
      config_parse_boolean},
     {GPUCACHE_KEY_MEMINFO, "meminfo", NULL, "cache_as_free or raw",
      config_parse_choice},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY, "expandable_segments_hole_policy", NULL,
-     "lowest or fewest_new_pages", config_parse_choice},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES, "expandable_segments_gc_holes", NULL,
-     BOOLEAN_EXPECTED, config_parse_boolean},
     {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB, "expandable_segments_size_class_mb", NULL,
      "a whole number of MiB, 0 for one class", config_parse_mebibytes},
     {GPUCACHE_KEY_REPORT, "report", NULL, PATH_EXPECTED ", or stderr",
@@ -155,8 +151,6 @@ static bool key_shapes_native_cache(enum gpucache_config_key key)
     case GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD:
     case GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB:
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES:
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
         return true;
     default:

@@ -29,14 +29,6 @@ enum gpucache_reuse_mode {
     GPUCACHE_REUSE_RELAXED,
 };
 
-/* Where an expandable segment places a request that needs new pages. */
-enum gpucache_expandable_hole_policy {
-    /* PyTorch: the lowest run of free and unmapped space that fits. */
-    GPUCACHE_EXPANDABLE_HOLE_LOWEST = 0,
-    /* The placement that maps the fewest new pages; lowest address on ties. */
-    GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES,
-};
-
 /* What cuMemGetInfo reports as free. */
 enum gpucache_meminfo_mode {
     GPUCACHE_MEMINFO_CACHE_AS_FREE = 0,
@@ -87,8 +79,6 @@ enum gpucache_config_key {
     GPUCACHE_KEY_REUSE,
     GPUCACHE_KEY_PASSTHROUGH,
     GPUCACHE_KEY_MEMINFO,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES,
     GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB,
     GPUCACHE_KEY_REPORT,
     GPUCACHE_KEY_SUMMARY,
@@ -127,9 +117,6 @@ struct gpucache_config {
     enum gpucache_reuse_mode reuse;
     bool passthrough;
     enum gpucache_meminfo_mode meminfo;
-    enum gpucache_expandable_hole_policy expandable_segments_hole_policy;
-    /* Garbage collection also unmaps idle free pages between live blocks. */
-    bool expandable_segments_gc_holes;
     /* Large-pool requests of at least this many bytes grow expandable
      * segments of their own, apart from smaller ones; 0: one class. */
     uint64_t expandable_segments_size_class;
