@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef GPUCACHE_HAVE_REPLAY
 #include "command_replay.h"
-#endif
 
 struct command {
     const char *name;
@@ -19,13 +17,11 @@ struct command {
 static const struct command commands[] = {
     {"config", command_config, "config [STRING]",
      "print the effective configuration as JSON (STRING, else the environment)"},
-#ifdef GPUCACHE_HAVE_REPLAY
     {"replay", command_replay, "replay ...",
      "replay a recorded trace offline through one or more configurations"},
     {"run", command_run, "run ... -- PROGRAM", "run a program under the library, print its report"},
     {"ab", command_ab, "ab ... -- PROGRAM",
      "compare configurations on a program, side by side"},
-#endif
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

@@ -7,6 +7,7 @@
 
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
 
 #define KiB ((size_t)1 << 10)
