@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "expandable_pool.h"
+#include "gpucache_allocator_testing.h"
 #include "segment_source.h"
 #include "size_policy.h"
 

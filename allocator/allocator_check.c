@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "expandable_pool.h"
+#include "gpucache_allocator_testing.h"
 #include "segment_source.h"
 
 struct recount {

@@ -409,148 +409,6 @@ static struct block *merge_unmapped(struct gpucache_allocator *allocator,
     return block;
 }
 
-/* Where growth starts: `start` is a free or unmapped block, and the request
- * begins `lead` bytes into it (0 under PyTorch's policy). */
-struct placement {
-    struct block *start;
-    size_t lead;
-    /* An unmapped block split at a page boundary for this placement: merged
-     * back with `start` if the growth fails. */
-    bool split_unmapped;
-};
-
-/* The maximal run of free and unmapped blocks around `unmapped` usable by
- * `stream`: its first block and its end. */
-static struct block *usable_run(struct gpucache_allocator *allocator, struct block *unmapped,
-                                gpucache_stream stream, uint64_t *end)
-{
-    struct block *first = unmapped;
-    while (first->prev != NULL && usable_for_growth(allocator, first->prev, stream))
-        first = first->prev;
-    struct block *last = unmapped;
-    while (last->next != NULL && usable_for_growth(allocator, last->next, stream))
-        last = last->next;
-    *end = block_end(last);
-    return first;
-}
-
-/* The placement that maps the fewest new pages among the runs of free and
- * unmapped space of the stream's segments (vmm/'s fewest-new-pages hole
- * search); lowest segment and address on ties. */
-static bool find_fewest_pages_placement(struct gpucache_allocator *allocator,
-                                        enum pool_kind pool, gpucache_stream stream,
-                                        size_t size, struct placement *placement)
-{
-    struct gpucache_free_range *ranges = NULL;
-    struct block **range_starts = NULL;
-    size_t capacity = 0;
-    size_t best_pages = SIZE_MAX;
-    struct segment *best_segment = NULL;
-    uint64_t best_address = 0;
-    struct segment *segment;
-    RB_FOREACH(segment, segment_tree, &allocator->segments) {
-        if (!segment_serves(allocator, segment, pool, stream, size))
-            continue;
-        struct expandable_state *state = state_of(segment);
-        size_t count = 0;
-        uint64_t covered_end = 0;
-        struct block *unmapped;
-        RB_FOREACH(unmapped, unmapped_tree, &state->unmapped) {
-            if (unmapped->address < covered_end)
-                continue; /* inside the run of an earlier unmapped block */
-            uint64_t end = 0;
-            struct block *first = usable_run(allocator, unmapped, stream, &end);
-            covered_end = end;
-            if (count == capacity) {
-                size_t grown = capacity == 0 ? 16 : capacity * 2;
-                struct gpucache_free_range *more_ranges =
-                    realloc(ranges, grown * sizeof *ranges);
-                if (more_ranges != NULL)
-                    ranges = more_ranges;
-                struct block **more_starts = realloc(range_starts, grown * sizeof *range_starts);
-                if (more_starts != NULL)
-                    range_starts = more_starts;
-                if (more_ranges == NULL || more_starts == NULL)
-                    break; /* no host memory: search what is collected so far */
-                capacity = grown;
-            }
-            ranges[count].offset = first->address - segment->base;
-            ranges[count].length = end - first->address;
-            range_starts[count++] = first;
-        }
-        size_t offset = 0;
-        if (!gpucache_expandable_segment_find_hole(state->pages, ranges, count, size,
-                                                   GPUCACHE_HOLE_FEWEST_NEW_PAGES, &offset))
-            continue;
-        size_t new_pages = gpucache_expandable_segment_unmapped_pages(state->pages, offset, size);
-        if (new_pages < best_pages) {
-            best_pages = new_pages;
-            best_segment = segment;
-            best_address = segment->base + offset;
-        }
-        if (best_pages == 0)
-            break;
-    }
-    free(ranges);
-    free(range_starts);
-    if (best_segment == NULL)
-        return false;
-    /* The block holding the chosen address, found from the unmapped block
-     * whose run contains it. */
-    struct block *block = NULL;
-    struct block *unmapped;
-    RB_FOREACH(unmapped, unmapped_tree, &state_of(best_segment)->unmapped) {
-        uint64_t end = 0;
-        struct block *first = usable_run(allocator, unmapped, stream, &end);
-        if (first->address <= best_address && best_address < end) {
-            block = first;
-            break;
-        }
-    }
-    while (block_end(block) <= best_address)
-        block = block->next;
-    placement->start = block;
-    placement->lead = best_address - block->address;
-    placement->split_unmapped = false;
-    if (block->state != BLOCK_UNMAPPED)
-        return true;
-    /* Pages of an unmapped block before the page of the chosen address stay
-     * unmapped: the block is cut at that page. */
-    struct gpucache_expandable_segment *pages = state_of(best_segment)->pages;
-    uint64_t page_start = best_segment->base + (best_address - best_segment->base) /
-                                                   pages->page_size * pages->page_size;
-    if (page_start == block->address)
-        return true;
-    struct block *rest = block_store_take(allocator);
-    if (rest == NULL)
-        return false;
-    split_unmapped(state_of(best_segment), block, page_start, rest);
-    placement->start = rest;
-    placement->lead = best_address - page_start;
-    placement->split_unmapped = true;
-    return true;
-}
-
-/* Gives the first `lead` bytes of the grown free block back to the free
- * pool as a block of their own; returns the rest. */
-static struct block *split_off_lead(struct gpucache_allocator *allocator, struct block *grown,
-                                    size_t lead, struct block *front)
-{
-    count_split(allocator, grown, -1);
-    *front = *grown;
-    front->size = lead;
-    front->next = grown;
-    if (grown->prev != NULL)
-        grown->prev->next = front;
-    grown->prev = front;
-    grown->address += lead;
-    grown->size -= lead;
-    free_pool_insert(allocator, front);
-    count_split(allocator, front, 1);
-    count_split(allocator, grown, 1);
-    return grown;
-}
-
 /* The run from `start` must map at least the segment's growth size when it
  * maps anything: one driver allocation then serves several requests, as a
  * plain segment of large_segment_size_mb would. The slack extends the run
@@ -594,47 +452,22 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out)
 {
-    struct placement placement = {NULL, 0, false};
-    if (allocator->config->expandable_segments_hole_policy ==
-        GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES) {
-        if (!find_fewest_pages_placement(allocator, pool, stream, rounded_size, &placement))
-            placement = (struct placement){NULL, 0, false};
-    } else {
-        placement.start = find_run(allocator, pool, stream, rounded_size);
-    }
-    struct block *front = NULL;
-    if (placement.lead != 0 && (front = block_store_take(allocator)) == NULL) {
-        /* No host memory for the split: grow in a new segment instead. */
-        if (placement.split_unmapped)
-            merge_unmapped(allocator, state_of(placement.start->segment), placement.start);
-        placement = (struct placement){NULL, 0, false};
-    }
+    struct block *start = find_run(allocator, pool, stream, rounded_size);
     struct segment *created = NULL;
-    if (placement.start == NULL) {
+    if (start == NULL) {
         gpucache_result result = create_segment(allocator, pool, stream, rounded_size, &created);
         if (result != GPUCACHE_SUCCESS)
             return result;
-        placement.start = RB_MIN(unmapped_tree, &state_of(created)->unmapped);
+        start = RB_MIN(unmapped_tree, &state_of(created)->unmapped);
     }
-    struct segment *segment = placement.start->segment;
-    size_t exact_size = placement.lead + rounded_size;
-    size_t grow_size = growth_with_slack(allocator, placement.start, exact_size);
-    gpucache_result result = grow_run(allocator, placement.start, stream, grow_size, out);
+    size_t grow_size = growth_with_slack(allocator, start, rounded_size);
+    gpucache_result result = grow_run(allocator, start, stream, grow_size, out);
     /* The slack is an economy of driver calls, never a reason to fail. */
-    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY && grow_size != exact_size)
-        result = grow_run(allocator, placement.start, stream, exact_size, out);
-    if (result != GPUCACHE_SUCCESS) {
-        if (placement.split_unmapped)
-            merge_unmapped(allocator, state_of(segment), placement.start);
-        /* A segment made for this request and still empty is not kept. */
-        if (created != NULL)
-            destroy_segment(allocator, created);
-    } else if (placement.lead != 0) {
-        *out = split_off_lead(allocator, *out, placement.lead, front);
-        front = NULL;
-    }
-    if (front != NULL)
-        block_store_give(allocator, front);
+    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY && grow_size != rounded_size)
+        result = grow_run(allocator, start, stream, rounded_size, out);
+    /* A segment made for this request and still empty is not kept. */
+    if (result != GPUCACHE_SUCCESS && created != NULL)
+        destroy_segment(allocator, created);
     return result;
 }
 
@@ -909,20 +742,17 @@ size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
 /* A free block garbage collection may shrink once it is idle: in the large
  * pool (as PyTorch collects), followed by unmapped space or the
  * reservation's end (so that mapped space only shrinks from the end of a
- * run; with expandable_segments_gc_holes also between live blocks), and
- * holding a whole handle. */
-static bool collectable_when_idle(struct gpucache_allocator *allocator, const struct block *block)
+ * run), and holding a whole handle. */
+static bool collectable_when_idle(const struct block *block)
 {
     bool ends_run = block->next == NULL || block->next->state == BLOCK_UNMAPPED;
-    return in_expandable_segment(block) &&
-           (ends_run || allocator->config->expandable_segments_gc_holes) &&
-           has_whole_handle(block);
+    return in_expandable_segment(block) && ends_run && has_whole_handle(block);
 }
 
 /* Collection never waits for a stream. */
 static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
 {
-    return collectable_when_idle(allocator, block) && !may_be_in_use(allocator, block);
+    return collectable_when_idle(block) && !may_be_in_use(allocator, block);
 }
 
 /* Collection never waits, but free blocks whose stream may still use them
@@ -936,7 +766,7 @@ static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
         return;
     struct block *block;
     RB_FOREACH(block, free_tree, &allocator->pools[POOL_LARGE].free_blocks) {
-        if (block->stream == STREAM_RETIRED || !collectable_when_idle(allocator, block) ||
+        if (block->stream == STREAM_RETIRED || !collectable_when_idle(block) ||
             !may_be_in_use(allocator, block))
             continue;
         struct stream_state *state = stream_state_find(allocator, block->stream, true);

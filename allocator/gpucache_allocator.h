@@ -58,10 +58,6 @@ gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *alloca
 /* True when `address` lies inside a segment of this allocator. */
 bool gpucache_allocator_owns(struct gpucache_allocator *allocator, uint64_t address);
 
-/* The block that `address` starts, if live: its size as requested. */
-bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
-                                   size_t *requested_size);
-
 /* The allocator's clock: which frees had happened at one moment. */
 struct gpucache_sync_point {
     uint64_t tick;  /* stream-ordered frees on their own stream */
@@ -153,7 +149,7 @@ bool gpucache_allocator_visit_segments_then(
     void (*visit)(void *context, const struct gpucache_segment_info *segment),
     void (*finished)(void *context), void *context);
 
-/* Sends every event of this allocator (report/gpucache_events.h: alloc,
+/* Sends every event of this allocator (gpucache_events.h: alloc,
  * free_requested, free_completed, segment_alloc/free/map/unmap, oom) to
  * `observer`, called under the allocator's lock in the order they happen;
  * NULL stops. Set it while no other thread uses the allocator (right after
@@ -161,10 +157,5 @@ bool gpucache_allocator_visit_segments_then(
  * their blocks freed and their memory gone, so a trace stays consistent. */
 void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
                                      gpucache_event_observer *observer, void *context);
-
-/* Checks every structural invariant (blocks tile segments, no overlap, stats
- * equal their recomputed values). Returns true when all hold; otherwise
- * writes the first violation into `why`. For tests. */
-bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, size_t why_size);
 
 #endif

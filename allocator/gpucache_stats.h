@@ -56,16 +56,4 @@ struct gpucache_stats {
     int64_t driver_nanoseconds;          /* wall time spent inside driver calls */
 };
 
-/* Writes `stats` as one JSON object with PyTorch's flattened, sorted names
- * ("allocated_bytes.all.current", ...) and ours under "gpucache.". Writes at
- * most `capacity` bytes, NUL-terminated; returns the length it needed. */
-size_t gpucache_stats_to_json(const struct gpucache_stats *stats, char *out, size_t capacity);
-
-/* Writes the table torch.cuda.memory_summary(device, abbreviated) prints
- * for these statistics, character for character (75 columns between bars,
- * one line per row, each ending in a newline). Writes at most `capacity`
- * bytes, NUL-terminated; returns the length it needed. */
-size_t gpucache_stats_to_summary(const struct gpucache_stats *stats, int device, bool abbreviated,
-                                 char *out, size_t capacity);
-
 #endif

@@ -85,12 +85,21 @@ struct config_key_descriptor;
 typedef int (*config_value_parser)(struct config_parser *parser,
                                    const struct config_key_descriptor *key);
 
+/* When a key has an effect (config_keys.def). */
+enum config_key_reach {
+    CONFIG_REACH_ALWAYS = 0,
+    CONFIG_REACH_ALLOCATOR,    /* not under passthrough:True */
+    CONFIG_REACH_NATIVE_CACHE, /* nor under backend:cudaMallocAsync */
+    CONFIG_REACH_NEVER,        /* accepted for PyTorch, no effect here */
+};
+
 struct config_key_descriptor {
     enum gpucache_config_key key;
     const char *name;
     const char *alias; /* PyTorch's other spelling, or NULL */
     const char *expected; /* what the value may be, for messages */
     config_value_parser parse;
+    enum config_key_reach reach;
 };
 
 /* The descriptor of `key`, and the one named `name` (NULL if none). */

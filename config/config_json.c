@@ -149,13 +149,6 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
     case GPUCACHE_KEY_REUSE: emit(writer, "\"%s\"", reuse_name(config->reuse)); break;
     case GPUCACHE_KEY_PASSTHROUGH: emit(writer, "%s", config->passthrough ? "true" : "false"); break;
     case GPUCACHE_KEY_MEMINFO: emit(writer, "\"%s\"", config->meminfo == GPUCACHE_MEMINFO_RAW ? "raw" : "cache_as_free"); break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY:
-        emit(writer, "\"%s\"",
-             config->expandable_segments_hole_policy == GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES
-                 ? "fewest_new_pages"
-                 : "lowest");
-        break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES: emit(writer, "%s", config->expandable_segments_gc_holes ? "true" : "false"); break;
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
         emit(writer, "%llu", (unsigned long long)(config->expandable_segments_size_class / MEBIBYTE));
         break;

@@ -1,79 +1,16 @@
-/* The table of keys: names, what each accepts, defaults, which keys have no
- * effect in this build, and the roundup bucket lookup. */
+/* The table of keys (from config_keys.def): names, what each accepts,
+ * defaults, which keys have no effect in this build, and the roundup bucket
+ * lookup. */
 #include "config_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define BOOLEAN_EXPECTED "True or False"
-#define PATH_EXPECTED "a file path, with %p for the process id; paths cannot contain , : [ or ]"
-
 static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS, "expandable_segments", NULL,
-     BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_MAX_SPLIT_SIZE_MB, "max_split_size_mb", NULL,
-     "a whole number of MiB, at least large_segment_size_mb (20 by default)",
-     config_parse_mebibytes},
-    {GPUCACHE_KEY_MAX_NON_SPLIT_ROUNDING_MB, "max_non_split_rounding_mb", NULL,
-     "a whole number of MiB, at least large_segment_size_mb (20 by default)",
-     config_parse_mebibytes},
-    {GPUCACHE_KEY_ROUNDUP_POWER2_DIVISIONS, "roundup_power2_divisions", NULL,
-     "a power of two, or a list [<MiB>:<divisions>,...,>:<divisions>] of powers of two",
-     config_parse_roundup},
-    {GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD, "garbage_collection_threshold", NULL,
-     "a number between 0.0 and 1.0, both excluded", config_parse_fraction},
-    {GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB, "large_segment_size_mb", NULL,
-     "a whole number of MiB above 10", config_parse_mebibytes},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE, "expandable_segments_reserve", NULL,
-     "a fraction of device memory in (0,1] such as 0.5, or GiB such as 40G",
-     config_parse_reserve},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE_BY_CLASS,
-     "expandable_segments_reserve_by_class", NULL,
-     "a list [<class>:<fraction in (0,1] or GiB such as 40G>,...]",
-     config_parse_reserve_by_class},
-    {GPUCACHE_KEY_PER_PROCESS_MEMORY_FRACTION, "per_process_memory_fraction", NULL,
-     "a number from 0.0 to 1.0", config_parse_fraction},
-    {GPUCACHE_KEY_THROW_ON_CUDAMALLOC_OOM, "throw_on_cudamalloc_oom", NULL,
-     BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_RELEASE_LOCK_ON_CUDAMALLOC, "release_lock_on_cudamalloc",
-     "release_lock_on_hipmalloc", BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_BACKEND, "backend", NULL, "native or cudaMallocAsync",
-     config_parse_choice},
-    {GPUCACHE_KEY_GRAPH_CAPTURE_RECORD_STREAM_REUSE,
-     "graph_capture_record_stream_reuse", NULL, BOOLEAN_EXPECTED,
-     config_parse_boolean},
-    {GPUCACHE_KEY_PINNED_USE_BACKGROUND_THREADS, "pinned_use_background_threads",
-     NULL, BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_PINNED_USE_CUDA_HOST_REGISTER, "pinned_use_cuda_host_register",
-     "pinned_use_hip_host_register", BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_PINNED_NUM_REGISTER_THREADS, "pinned_num_register_threads", NULL,
-     "a power of two from 1 to 128", config_parse_register_threads},
-    {GPUCACHE_KEY_PINNED_RESERVE_SEGMENT_SIZE_MB, "pinned_reserve_segment_size_mb",
-     NULL, "a whole number of MiB above 0", config_parse_mebibytes},
-    {GPUCACHE_KEY_PINNED_FREE_CATCH_ALL, "pinned_free_catch_all", NULL,
-     BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_REUSE, "reuse", NULL, "async, conservative or relaxed",
-     config_parse_choice},
-    {GPUCACHE_KEY_PASSTHROUGH, "passthrough", NULL, BOOLEAN_EXPECTED,
-     config_parse_boolean},
-    {GPUCACHE_KEY_MEMINFO, "meminfo", NULL, "cache_as_free or raw",
-     config_parse_choice},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY, "expandable_segments_hole_policy", NULL,
-     "lowest or fewest_new_pages", config_parse_choice},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES, "expandable_segments_gc_holes", NULL,
-     BOOLEAN_EXPECTED, config_parse_boolean},
-    {GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB, "expandable_segments_size_class_mb", NULL,
-     "a whole number of MiB, 0 for one class", config_parse_mebibytes},
-    {GPUCACHE_KEY_REPORT, "report", NULL, PATH_EXPECTED ", or stderr",
-     config_parse_path},
-    {GPUCACHE_KEY_SUMMARY, "summary", NULL, PATH_EXPECTED ", or stderr",
-     config_parse_path},
-    {GPUCACHE_KEY_TRACE, "trace", NULL, PATH_EXPECTED, config_parse_path},
-    {GPUCACHE_KEY_TRACE_CSV, "trace_csv", NULL, PATH_EXPECTED, config_parse_path},
-    {GPUCACHE_KEY_SNAPSHOT, "snapshot", NULL, PATH_EXPECTED, config_parse_path},
-    {GPUCACHE_KEY_SNAPSHOT_SIGNAL, "snapshot_signal", NULL,
-     "a catchable signal's name such as SIGUSR1 or USR1, or its number",
-     config_parse_signal},
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, parser, reach) \
+    {GPUCACHE_KEY_##id, name, alias, expected, config_parse_##parser, CONFIG_REACH_##reach},
+#include "config_keys.def"
+#undef GPUCACHE_CONFIG_KEY
 };
 
 static const struct gpucache_config default_config = {
@@ -142,68 +79,30 @@ uint32_t gpucache_config_roundup_divisions(const struct gpucache_config *config,
     return config->roundup_power2_divisions[bucket];
 }
 
+static enum config_key_reach reach_of(enum gpucache_config_key key)
+{
+    return descriptors[key].reach;
+}
+
 /* Keys that shape the caching allocator's own pools; the driver's pool
  * (backend:cudaMallocAsync) and pass-through mode have no such pools, as
  * PyTorch's cudaMallocAsync backend ignores them too. */
 static bool key_shapes_native_cache(enum gpucache_config_key key)
 {
-    switch (key) {
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS:
-    case GPUCACHE_KEY_MAX_SPLIT_SIZE_MB:
-    case GPUCACHE_KEY_MAX_NON_SPLIT_ROUNDING_MB:
-    case GPUCACHE_KEY_ROUNDUP_POWER2_DIVISIONS:
-    case GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD:
-    case GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES:
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
-        return true;
-    default:
-        return false;
-    }
+    return reach_of(key) == CONFIG_REACH_NATIVE_CACHE;
 }
 
 /* Pass-through forwards every call unchanged, so nothing that chooses how
  * memory is obtained, capped, reused or reported can act. */
 static bool key_needs_allocator(enum gpucache_config_key key)
 {
-    switch (key) {
-    case GPUCACHE_KEY_REUSE:
-    case GPUCACHE_KEY_MEMINFO:
-    case GPUCACHE_KEY_BACKEND:
-    case GPUCACHE_KEY_PER_PROCESS_MEMORY_FRACTION:
-    case GPUCACHE_KEY_THROW_ON_CUDAMALLOC_OOM:
-        return true;
-    default:
-        return key_shapes_native_cache(key);
-    }
+    return reach_of(key) == CONFIG_REACH_ALLOCATOR || key_shapes_native_cache(key);
 }
 
-/* Keys without effect whatever else is set. */
+/* Keys without effect whatever else is set (config_keys.def says why). */
 static bool key_never_applies(enum gpucache_config_key key)
 {
-    switch (key) {
-    /* PyTorch's pinned host-memory cache: gpucache has no host cache, host
-     * allocations go to the driver unchanged. */
-    case GPUCACHE_KEY_PINNED_USE_BACKGROUND_THREADS:
-    case GPUCACHE_KEY_PINNED_USE_CUDA_HOST_REGISTER:
-    case GPUCACHE_KEY_PINNED_NUM_REGISTER_THREADS:
-    case GPUCACHE_KEY_PINNED_RESERVE_SEGMENT_SIZE_MB:
-    case GPUCACHE_KEY_PINNED_FREE_CATCH_ALL:
-    /* The allocator holds its lock across driver allocation calls; dropping
-     * it would let two threads grow the same pool at once. */
-    case GPUCACHE_KEY_RELEASE_LOCK_ON_CUDAMALLOC:
-    /* Allocations on a capturing stream pass through to the driver as graph
-     * memory nodes, so there is no capture-time reuse to decide. */
-    case GPUCACHE_KEY_GRAPH_CAPTURE_RECORD_STREAM_REUSE:
-    /* Classes are bound to streams by a PyTorch C++ call that an unmodified
-     * binary never makes, so no stream ever has a class. */
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE_BY_CLASS:
-        return true;
-    default:
-        return false;
-    }
+    return reach_of(key) == CONFIG_REACH_NEVER;
 }
 
 /* Why `key` has no effect because of another key, or NULL if it has one. */

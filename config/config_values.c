@@ -163,9 +163,6 @@ int config_parse_boolean(struct config_parser *parser,
         break;
     case GPUCACHE_KEY_PINNED_FREE_CATCH_ALL: config->pinned_free_catch_all = value; break;
     case GPUCACHE_KEY_PASSTHROUGH: config->passthrough = value; break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES:
-        config->expandable_segments_gc_holes = value;
-        break;
     default: break;
     }
     config_next(parser);
@@ -263,11 +260,9 @@ int config_parse_choice(struct config_parser *parser,
     static const char *const backends[] = {"native", "cudaMallocAsync", NULL};
     static const char *const reuse_modes[] = {"async", "conservative", "relaxed", NULL};
     static const char *const meminfo_modes[] = {"cache_as_free", "raw", NULL};
-    static const char *const hole_policies[] = {"lowest", "fewest_new_pages", NULL};
     const char *const *choices = key->key == GPUCACHE_KEY_BACKEND ? backends
                                  : key->key == GPUCACHE_KEY_REUSE ? reuse_modes
-                                 : key->key == GPUCACHE_KEY_MEMINFO ? meminfo_modes
-                                                                    : hole_policies;
+                                                                  : meminfo_modes;
     int chosen = -1;
     for (int i = 0; choices[i] != NULL; i++) {
         if (strcmp(parser->token.word, choices[i]) == 0)
@@ -281,10 +276,8 @@ int config_parse_choice(struct config_parser *parser,
         config->backend = (enum gpucache_backend)chosen;
     else if (key->key == GPUCACHE_KEY_REUSE)
         config->reuse = (enum gpucache_reuse_mode)chosen;
-    else if (key->key == GPUCACHE_KEY_MEMINFO)
-        config->meminfo = (enum gpucache_meminfo_mode)chosen;
     else
-        config->expandable_segments_hole_policy = (enum gpucache_expandable_hole_policy)chosen;
+        config->meminfo = (enum gpucache_meminfo_mode)chosen;
     config_next(parser);
     return 0;
 }

@@ -29,14 +29,6 @@ enum gpucache_reuse_mode {
     GPUCACHE_REUSE_RELAXED,
 };
 
-/* Where an expandable segment places a request that needs new pages. */
-enum gpucache_expandable_hole_policy {
-    /* PyTorch: the lowest run of free and unmapped space that fits. */
-    GPUCACHE_EXPANDABLE_HOLE_LOWEST = 0,
-    /* The placement that maps the fewest new pages; lowest address on ties. */
-    GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES,
-};
-
 /* What cuMemGetInfo reports as free. */
 enum gpucache_meminfo_mode {
     GPUCACHE_MEMINFO_CACHE_AS_FREE = 0,
@@ -63,39 +55,12 @@ struct gpucache_reserve_class {
     struct gpucache_reserve reserve;
 };
 
-/* Every key, in the order `gpucache config` prints them. */
+/* Every key, in the order `gpucache config` prints them: one per line of
+ * config_keys.def. */
 enum gpucache_config_key {
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS = 0,
-    GPUCACHE_KEY_MAX_SPLIT_SIZE_MB,
-    GPUCACHE_KEY_MAX_NON_SPLIT_ROUNDING_MB,
-    GPUCACHE_KEY_ROUNDUP_POWER2_DIVISIONS,
-    GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD,
-    GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE_BY_CLASS,
-    GPUCACHE_KEY_PER_PROCESS_MEMORY_FRACTION,
-    GPUCACHE_KEY_THROW_ON_CUDAMALLOC_OOM,
-    GPUCACHE_KEY_RELEASE_LOCK_ON_CUDAMALLOC,
-    GPUCACHE_KEY_BACKEND,
-    GPUCACHE_KEY_GRAPH_CAPTURE_RECORD_STREAM_REUSE,
-    GPUCACHE_KEY_PINNED_USE_BACKGROUND_THREADS,
-    GPUCACHE_KEY_PINNED_USE_CUDA_HOST_REGISTER,
-    GPUCACHE_KEY_PINNED_NUM_REGISTER_THREADS,
-    GPUCACHE_KEY_PINNED_RESERVE_SEGMENT_SIZE_MB,
-    GPUCACHE_KEY_PINNED_FREE_CATCH_ALL,
-    /* gpucache's own keys */
-    GPUCACHE_KEY_REUSE,
-    GPUCACHE_KEY_PASSTHROUGH,
-    GPUCACHE_KEY_MEMINFO,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES,
-    GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB,
-    GPUCACHE_KEY_REPORT,
-    GPUCACHE_KEY_SUMMARY,
-    GPUCACHE_KEY_TRACE,
-    GPUCACHE_KEY_TRACE_CSV,
-    GPUCACHE_KEY_SNAPSHOT,
-    GPUCACHE_KEY_SNAPSHOT_SIGNAL,
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, parser, reach) GPUCACHE_KEY_##id,
+#include "config_keys.def"
+#undef GPUCACHE_CONFIG_KEY
     GPUCACHE_KEY_COUNT
 };
 
@@ -127,9 +92,6 @@ struct gpucache_config {
     enum gpucache_reuse_mode reuse;
     bool passthrough;
     enum gpucache_meminfo_mode meminfo;
-    enum gpucache_expandable_hole_policy expandable_segments_hole_policy;
-    /* Garbage collection also unmaps idle free pages between live blocks. */
-    bool expandable_segments_gc_holes;
     /* Large-pool requests of at least this many bytes grow expandable
      * segments of their own, apart from smaller ones; 0: one class. */
     uint64_t expandable_segments_size_class;

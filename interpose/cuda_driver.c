@@ -258,18 +258,6 @@ static gpucache_result fence_wait(void *context, struct gpucache_fence *fence)
     return GPUCACHE_SUCCESS;
 }
 
-static gpucache_result fence_stream_wait(void *context, gpucache_stream stream,
-                                         struct gpucache_fence *fence)
-{
-    (void)context;
-    struct context_scope scope;
-    CUresult result = enter_device_context(fence->device, &scope);
-    for (size_t i = fence->completed; i < fence->count && result == CUDA_SUCCESS; i++)
-        result = driver()->stream_wait_event(stream_handle(stream), fence->events[i], 0);
-    leave_device_context(&scope);
-    return result;
-}
-
 static gpucache_result synchronize_device(void *context, int device)
 {
     (void)context;
@@ -447,7 +435,6 @@ static const struct gpucache_driver cuda_driver = {
     .fence_all_streams = fence_all_streams,
     .fence_query = fence_query,
     .fence_wait = fence_wait,
-    .fence_stream_wait = fence_stream_wait,
     .fence_release = fence_release,
     .synchronize_device = synchronize_device,
     .capture_active = capture_active,

@@ -118,15 +118,6 @@ size_t gpucache_vformat(char *text, size_t capacity, const char *format, va_list
     return out.length < capacity ? out.length : (capacity ? capacity - 1 : 0);
 }
 
-size_t gpucache_format(char *out, size_t capacity, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    size_t length = gpucache_vformat(out, capacity, format, args);
-    va_end(args);
-    return length;
-}
-
 static void log_line(const char *format, va_list args)
 {
     char line[512];

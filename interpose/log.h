@@ -9,8 +9,6 @@
 
 /* Formats like a small printf (%s %d %u %ld %lu %lld %llu %zu %x %lx %llx %p
  * %%) into `out` (always NUL-terminated). Returns the length written. */
-size_t gpucache_format(char *out, size_t capacity, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
 size_t gpucache_vformat(char *out, size_t capacity, const char *format, va_list args);
 
 /* Writes "gpucache: <message>\n" to stderr in a single write. */

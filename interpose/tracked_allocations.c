@@ -90,15 +90,6 @@ bool tracked_allocation_removed(uint64_t address, int *device)
     return found;
 }
 
-bool tracked_allocation_contains(uint64_t address)
-{
-    struct tracked key = {.address = address};
-    pthread_mutex_lock(&lock);
-    bool found = RB_FIND(tracked_tree, &tree, &key) != NULL;
-    pthread_mutex_unlock(&lock);
-    return found;
-}
-
 void tracked_allocation_totals(int device, struct tracked_totals *out)
 {
     pthread_mutex_lock(&lock);

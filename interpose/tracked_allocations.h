@@ -27,9 +27,6 @@ void tracked_allocation_failed(int device);
  * came through the library), with its device. */
 bool tracked_allocation_removed(uint64_t address, int *device);
 
-/* True when `address` starts a tracked allocation. */
-bool tracked_allocation_contains(uint64_t address);
-
 /* The totals of `device` so far. */
 void tracked_allocation_totals(int device, struct tracked_totals *totals);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "gpucache_events.h"
+#include "gpucache_event_log.h"
 
 /* 2048 events of 40 bytes: 80 KiB, few enough chunks for long runs while a
  * short run does not pay for a large first allocation. */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "gpucache_allocator.h"
-#include "gpucache_events.h"
+#include "gpucache_event_log.h"
 #include "gpucache_stats.h"
 
 struct gpucache_config;
@@ -92,7 +92,17 @@ struct gpucache_report {
  * write error or when host memory is exhausted. */
 bool gpucache_report_write_json(int fd, const struct gpucache_report *report);
 
-/* The memory_summary() table is gpucache_stats_to_summary (gpucache_stats.h). */
+/* Writes `stats` as one JSON object with PyTorch's flattened, sorted names
+ * ("allocated_bytes.all.current", ...) and ours under "gpucache.". Writes at
+ * most `capacity` bytes, NUL-terminated; returns the length it needed. */
+size_t gpucache_stats_to_json(const struct gpucache_stats *stats, char *out, size_t capacity);
+
+/* Writes the table torch.cuda.memory_summary(device, abbreviated) prints
+ * for these statistics, character for character (75 columns between bars,
+ * one line per row, each ending in a newline). Writes at most `capacity`
+ * bytes, NUL-terminated; returns the length it needed. */
+size_t gpucache_stats_to_summary(const struct gpucache_stats *stats, int device, bool abbreviated,
+                                 char *out, size_t capacity);
 
 /* ---- Traces ------------------------------------------------------------------ */
 

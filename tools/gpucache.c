@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef GPUCACHE_HAVE_REPLAY
 #include "command_replay.h"
-#endif
 
 struct command {
     const char *name;
@@ -19,7 +17,6 @@ struct command {
 static const struct command commands[] = {
     {"config", command_config, "config [STRING]",
      "print the effective configuration as JSON (STRING, else the environment)"},
-#ifdef GPUCACHE_HAVE_REPLAY
     {"replay", command_replay, "replay ...",
      "replay a recorded trace offline through one or more configurations"},
     {"run", command_run, "run ... -- PROGRAM", "run a program under the library, print its report"},
@@ -27,7 +24,6 @@ static const struct command commands[] = {
      "compare configurations on a program, side by side"},
     {"check", command_check, "check ... -- PROGRAM",
      "run a program alone and under the library; PASS only if it behaves the same"},
-#endif
 };
 
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

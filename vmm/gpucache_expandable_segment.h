@@ -170,27 +170,4 @@ bool gpucache_expandable_segment_contains(const struct gpucache_expandable_segme
 gpucache_result gpucache_expandable_segment_add_peer(struct gpucache_expandable_segment *segment,
                                                      int peer);
 
-/* A free byte range inside a segment (mapped or not), as offsets. */
-struct gpucache_free_range {
-    size_t offset;
-    size_t length;
-};
-
-enum gpucache_hole_policy {
-    /* PyTorch: the lowest free range that fits (growth normally lands in
-     * the free tail, so free space stays contiguous). */
-    GPUCACHE_HOLE_LOWEST = 0,
-    /* The placement in a fitting free range (at either end or at a page
-     * boundary) that needs the fewest new pages; lowest offset on ties. */
-    GPUCACHE_HOLE_FEWEST_NEW_PAGES,
-};
-
-/* Picks where `size` bytes go among `free_ranges` (sorted by offset, not
- * overlapping; touching ranges count as one). Returns false when none fits;
- * otherwise *offset is where the request starts. */
-bool gpucache_expandable_segment_find_hole(const struct gpucache_expandable_segment *segment,
-                                           const struct gpucache_free_range *free_ranges,
-                                           size_t range_count, size_t size,
-                                           enum gpucache_hole_policy policy, size_t *offset);
-
 #endif

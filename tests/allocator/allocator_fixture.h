@@ -7,6 +7,7 @@
 
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
 
 #define KiB ((size_t)1 << 10)
@@ -32,12 +33,9 @@ static inline void fixture_defaults(struct fixture *f)
     /* tests/vmm/ builds some of these suites again over expandable segments. */
     f->config.expandable_segments = true;
 #endif
-#ifdef GPUCACHE_TEST_EXPANDABLE_BEYOND_PYTORCH
-    /* ... and again with the placement, size classes and collection that go
-     * beyond it. */
-    f->config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
-    f->config.expandable_segments_gc_holes = true;
-    /* Random large requests (1-64 MiB) fall on both sides of it. */
+#ifdef GPUCACHE_TEST_EXPANDABLE_SIZE_CLASS
+    /* ... and again with a size class that random large requests (1-64 MiB)
+     * fall on both sides of. */
     f->config.expandable_segments_size_class = (uint64_t)32 << 20;
 #endif
 }

@@ -107,7 +107,7 @@ Test(accounting_driver, a_stream_that_waited_completes_the_work_it_waited_for)
     accounting_driver_hold_fences(driver, true);
     gpucache_fence *on_a, *after_wait, *later_on_a;
     d->fence_stream(d->context, 0, STREAM_A, &on_a);
-    cr_assert_eq(d->fence_stream_wait(d->context, STREAM_B, on_a), GPUCACHE_SUCCESS);
+    cr_assert(accounting_driver_stream_wait(driver, STREAM_B, on_a));
     d->fence_stream(d->context, 0, STREAM_B, &after_wait);
     d->fence_stream(d->context, 0, STREAM_A, &later_on_a);
     cr_assert_eq(d->fence_wait(d->context, after_wait), GPUCACHE_SUCCESS);

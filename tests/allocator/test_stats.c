@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "allocator_fixture.h"
+#include "gpucache_report.h"
 
 static long long json_value(const char *json, const char *name)
 {

@@ -9,6 +9,7 @@
 
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
 
 #define THREADS 4

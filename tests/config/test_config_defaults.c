@@ -25,8 +25,6 @@ static void assert_defaults(const struct gpucache_config *config)
     cr_assert_eq(config->reuse, GPUCACHE_REUSE_ASYNC);
     cr_assert_not(config->passthrough);
     cr_assert_eq(config->meminfo, GPUCACHE_MEMINFO_CACHE_AS_FREE);
-    cr_assert_eq(config->expandable_segments_hole_policy, GPUCACHE_EXPANDABLE_HOLE_LOWEST);
-    cr_assert_not(config->expandable_segments_gc_holes);
     cr_assert_eq(config->expandable_segments_size_class, 256 * MiB);
     cr_assert_str_empty(config->report_path);
     cr_assert_str_empty(config->summary_path);

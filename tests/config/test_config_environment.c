@@ -137,8 +137,6 @@ Test(config, ignored_keys)
     cr_assert(gpucache_config_key_ignored(&config, GPUCACHE_KEY_ROUNDUP_POWER2_DIVISIONS));
     cr_assert(gpucache_config_key_ignored(&config, GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD));
     cr_assert(gpucache_config_key_ignored(&config, GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE));
-    cr_assert(gpucache_config_key_ignored(&config, GPUCACHE_KEY_EXPANDABLE_SEGMENTS_HOLE_POLICY));
-    cr_assert(gpucache_config_key_ignored(&config, GPUCACHE_KEY_EXPANDABLE_SEGMENTS_GC_HOLES));
     cr_assert_not(gpucache_config_key_ignored(&config, GPUCACHE_KEY_PER_PROCESS_MEMORY_FRACTION));
     cr_assert_not(gpucache_config_key_ignored(&config, GPUCACHE_KEY_REUSE));
     cr_assert_not(gpucache_config_key_ignored(&config, GPUCACHE_KEY_BACKEND));

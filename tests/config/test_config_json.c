@@ -32,8 +32,6 @@ Test(config, json_of_the_defaults)
     assert_contains(text, "\"backend\": {\"value\": \"native\", ");
     assert_contains(text, "\"reuse\": {\"value\": \"async\", ");
     assert_contains(text, "\"meminfo\": {\"value\": \"cache_as_free\", ");
-    assert_contains(text, "\"expandable_segments_hole_policy\": {\"value\": \"lowest\", ");
-    assert_contains(text, "\"expandable_segments_gc_holes\": {\"value\": false, ");
     assert_contains(text, "\"expandable_segments_size_class_mb\": {\"value\": 256, ");
     assert_contains(text, "\"report\": {\"value\": null, ");
     assert_contains(text, "\"snapshot_signal\": {\"value\": null, \"source\": \"default\"}\n  },\n");
@@ -51,7 +49,6 @@ Test(config, json_values_in_key_units)
         "roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments_reserve:1.5G,"
         "expandable_segments_reserve_by_class:[big:0.5,small:2G],per_process_memory_fraction:0.1,"
         "backend:cudaMallocAsync,reuse:conservative,meminfo:raw,report:/tmp/r-%p.json,"
-        "expandable_segments_hole_policy:fewest_new_pages,expandable_segments_gc_holes:True,"
         "expandable_segments_size_class_mb:128,"
         "snapshot:s.pickle,snapshot_signal:USR1,pinned_num_register_threads:4");
     config.source_variable = "PYTORCH_CUDA_ALLOC_CONF";
@@ -70,8 +67,6 @@ Test(config, json_values_in_key_units)
     assert_contains(text, "\"backend\": {\"value\": \"cudaMallocAsync\", \"source\": \"string\"}");
     assert_contains(text, "\"reuse\": {\"value\": \"conservative\", ");
     assert_contains(text, "\"meminfo\": {\"value\": \"raw\", ");
-    assert_contains(text, "\"expandable_segments_hole_policy\": {\"value\": \"fewest_new_pages\", ");
-    assert_contains(text, "\"expandable_segments_gc_holes\": {\"value\": true, ");
     assert_contains(text, "\"expandable_segments_size_class_mb\": {\"value\": 128, ");
     assert_contains(text, "\"report\": {\"value\": \"/tmp/r-%p.json\", ");
     assert_contains(text, "\"snapshot_signal\": {\"value\": \"SIGUSR1\", ");

@@ -144,13 +144,6 @@ Test(config, choices)
     cr_assert_eq(parse_accepted("reuse:relaxed").reuse, GPUCACHE_REUSE_RELAXED);
     cr_assert_eq(parse_accepted("meminfo:cache_as_free").meminfo, GPUCACHE_MEMINFO_CACHE_AS_FREE);
     cr_assert_eq(parse_accepted("meminfo:raw").meminfo, GPUCACHE_MEMINFO_RAW);
-    cr_assert_eq(parse_accepted("expandable_segments_hole_policy:lowest").expandable_segments_hole_policy,
-                 GPUCACHE_EXPANDABLE_HOLE_LOWEST);
-    cr_assert_eq(
-        parse_accepted("expandable_segments_hole_policy:fewest_new_pages").expandable_segments_hole_policy,
-        GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES);
-    cr_assert(parse_accepted("expandable_segments_gc_holes:True").expandable_segments_gc_holes);
-    cr_assert_not(parse_accepted("expandable_segments_gc_holes:False").expandable_segments_gc_holes);
     cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:128").expandable_segments_size_class,
                  (uint64_t)128 << 20);
     cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:0").expandable_segments_size_class, 0);

@@ -30,9 +30,8 @@ Test(config, unknown_key_lists_every_key)
         "per_process_memory_fraction, throw_on_cudamalloc_oom, release_lock_on_cudamalloc, backend, "
         "graph_capture_record_stream_reuse, pinned_use_background_threads, "
         "pinned_use_cuda_host_register, pinned_num_register_threads, pinned_reserve_segment_size_mb, "
-        "pinned_free_catch_all, reuse, passthrough, meminfo, expandable_segments_hole_policy, "
-        "expandable_segments_gc_holes, expandable_segments_size_class_mb, report, summary, trace, "
-        "trace_csv, snapshot, snapshot_signal)");
+        "pinned_free_catch_all, reuse, passthrough, meminfo, expandable_segments_size_class_mb, "
+        "report, summary, trace, trace_csv, snapshot, snapshot_signal)");
 }
 
 Test(config, unknown_key_is_case_sensitive)
@@ -250,11 +249,6 @@ Test(config, unknown_choices)
                     "(expected native or cudaMallocAsync)");
     expect_rejected("reuse:fast", "unknown value in 'reuse:fast' (expected async, conservative or relaxed)");
     expect_rejected("meminfo:free", "unknown value in 'meminfo:free' (expected cache_as_free or raw)");
-    expect_rejected("expandable_segments_hole_policy:best",
-                    "unknown value in 'expandable_segments_hole_policy:best' "
-                    "(expected lowest or fewest_new_pages)");
-    expect_rejected("expandable_segments_gc_holes:1",
-                    "not a boolean in 'expandable_segments_gc_holes:1' " BOOLEAN);
     expect_rejected("expandable_segments_size_class_mb:64M",
                     "not a number in 'expandable_segments_size_class_mb:64M' "
                     "(expected a whole number of MiB, 0 for one class)");
@@ -337,7 +331,6 @@ Test(config, control_characters_are_escaped_in_messages)
         "release_lock_on_cudamalloc, backend, graph_capture_record_stream_reuse, "
         "pinned_use_background_threads, pinned_use_cuda_host_register, pinned_num_register_threads, "
         "pinned_reserve_segment_size_mb, pinned_free_catch_all, reuse, passthrough, meminfo, "
-        "expandable_segments_hole_policy, expandable_segments_gc_holes, "
         "expandable_segments_size_class_mb, report, summary, trace, trace_csv, snapshot, "
         "snapshot_signal)");
     /* Whitespace, newlines included, never reaches the one-line message. */

@@ -66,16 +66,6 @@ ROWS = [
     ("expandable_segments_size_class_mb", "size_classes", None, "expandable_segments:True",
      "expandable_segments:True,expandable_segments_size_class_mb:0",
      ("cuMemAddressReserve", "2", "1")),
-    ("expandable_segments_hole_policy", "place_in_hole", None, "expandable_segments:True",
-     "expandable_segments:True,expandable_segments_hole_policy:fewest_new_pages",
-     ("offset_mib", "15", "42")),
-    # One size class, so the 300 MiB block lies between the live ones.
-    ("expandable_segments_gc_holes", "collect_hole", "1GiB",
-     "expandable_segments:True,expandable_segments_size_class_mb:0,"
-     "per_process_memory_fraction:0.9,garbage_collection_threshold:0.3",
-     "expandable_segments:True,expandable_segments_size_class_mb:0,"
-     "per_process_memory_fraction:0.9,garbage_collection_threshold:0.3,"
-     "expandable_segments_gc_holes:True", ("physical_mib", "660", "360")),
     ("expandable_segments_reserve", "keep_600", "1GiB", "expandable_segments:True",
      "expandable_segments:True,expandable_segments_reserve:0.5", ("error", "0", "2")),
     ("per_process_memory_fraction", "fill", "4GiB", "", "per_process_memory_fraction:0.25",

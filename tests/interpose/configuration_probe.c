@@ -1,10 +1,9 @@
 /* Allocation patterns whose outcome depends on one configuration key each.
  * check_configuration_keys.py runs a pattern with and without its key and
  * compares what this program prints: "name=value" lines (counts of driver
- * calls, physical MiB held by the simulator, free MiB, error codes, offsets).
+ * calls, physical MiB held by the simulator, free MiB, error codes).
  * usage: configuration_probe PATTERN */
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
 
@@ -47,13 +46,6 @@ static void *allocate_on(size_t bytes, cudaStream_t stream)
     return pointer;
 }
 
-static void empty_cache(void)
-{
-    void (*empty)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpucache_empty_cache");
-    if (empty)
-        empty();
-}
-
 /* 100 MiB blocks until the device (or the memory fraction) says no. */
 static void fill(void)
 {
@@ -94,38 +86,18 @@ static void over_the_cap(void)
 }
 
 /* Stream 1: [live 20][idle free 300], then a miss on stream 2: garbage
- * collection gives the idle tail back. With `hole`, a live block follows
- * the free one, which only expandable_segments_gc_holes collects. */
-static void collect(bool hole)
+ * collection gives the idle tail back. */
+static void collect_tail(void)
 {
     cudaStream_t first, second;
     CHECK_CUDA(cudaStreamCreate(&first));
     CHECK_CUDA(cudaStreamCreate(&second));
     allocate_on(20 * MiB, first);
     void *middle = allocate_on(300 * MiB, first);
-    if (hole)
-        allocate_on(20 * MiB, first);
     CHECK_CUDA(cudaFreeAsync(middle, first));
     CHECK_CUDA(cudaDeviceSynchronize());
     allocate_on(320 * MiB, second);
     CHECK_CUDA(cudaDeviceSynchronize());
-}
-
-/* [live 15 | free 5][unmapped 40][free 13 | live 7]: PyTorch's policy
- * places 30 MiB at the run's start (15), fewest_new_pages at 42. */
-static void place_in_hole(void)
-{
-    char *base = allocate(15 * MiB);
-    void *gap = allocate(45 * MiB);
-    char *tail_free = allocate(13 * MiB);
-    allocate(7 * MiB);
-    CHECK_CUDA(cudaFree(gap));
-    CHECK_CUDA(cudaDeviceSynchronize());
-    empty_cache();
-    CHECK_CUDA(cudaFree(tail_free));
-    CHECK_CUDA(cudaDeviceSynchronize());
-    char *placed = allocate(30 * MiB);
-    printf("offset_mib=%td\n", (placed - base) / (ptrdiff_t)MiB);
 }
 
 /* One synchronous free and a request of the same size: reused after an
@@ -177,15 +149,11 @@ int main(int argc, char **argv)
     else if (strcmp(pattern, "over_the_cap") == 0)
         over_the_cap();
     else if (strcmp(pattern, "collect_tail") == 0)
-        collect(false);
-    else if (strcmp(pattern, "collect_hole") == 0)
-        collect(true);
+        collect_tail();
     else if (strcmp(pattern, "size_classes") == 0) {
         allocate(30 * MiB);
         allocate(300 * MiB);
-    } else if (strcmp(pattern, "place_in_hole") == 0)
-        place_in_hole();
-    else if (strcmp(pattern, "keep_600") == 0) {
+    } else if (strcmp(pattern, "keep_600") == 0) {
         void *large = NULL;
         cudaError_t error = cudaMalloc(&large, 600 * MiB);
         (void)cudaGetLastError();

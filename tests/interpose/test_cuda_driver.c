@@ -156,24 +156,6 @@ Test(cuda_driver, an_all_streams_fence_waits_for_live_non_blocking_streams)
     driver->fence_release(driver->context, fence);
 }
 
-Test(cuda_driver, a_stream_waits_for_a_fence_without_the_host)
-{
-    CUstream late = busy_non_blocking_stream();
-    CUstream waiting;
-    cr_assert_eq(api.stream_create(&waiting, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    gpucache_fence *fence = NULL;
-    cr_assert_eq(driver->fence_stream(driver->context, 0, (gpucache_stream)late, &fence), 0);
-    cr_assert_eq(driver->fence_stream_wait(driver->context, (gpucache_stream)waiting, fence), 0);
-    CUevent after_wait;
-    cr_assert_eq(api.event_create(&after_wait, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
-    cr_assert_eq(api.event_record(after_wait, waiting), CUDA_SUCCESS);
-    cr_assert_eq(api.event_query(after_wait), CUDA_ERROR_NOT_READY);
-    cr_assert_eq(api.event_synchronize(after_wait), CUDA_SUCCESS);
-    cr_assert_eq(driver->fence_query(driver->context, fence), GPUCACHE_SUCCESS,
-                 "the waiting stream ran ahead of the fence");
-    driver->fence_release(driver->context, fence);
-}
-
 Test(cuda_driver, no_fence_is_recorded_during_a_capture)
 {
     CUstream stream;

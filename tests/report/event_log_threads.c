@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gpucache_events.h"
+#include "gpucache_event_log.h"
 
 #define THREADS 8
 #define EVENTS_PER_THREAD 20000

@@ -6,7 +6,7 @@
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
 #include "gpucache_config.h"
-#include "gpucache_events.h"
+#include "gpucache_event_log.h"
 
 #define MiB ((size_t)1 << 20)
 #define STREAM ((gpucache_stream)0xA000)

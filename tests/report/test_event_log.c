@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "gpucache_events.h"
+#include "gpucache_event_log.h"
 
 /* A log (limit `max_events`) holding events 0..count-1 spread over `devices`. */
 static struct gpucache_event_log *numbered_log(size_t max_events, uint64_t count, int devices)

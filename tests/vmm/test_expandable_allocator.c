@@ -16,6 +16,7 @@
 
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
 
 #define MiB ((size_t)1 << 20)
@@ -616,7 +617,7 @@ static uint64_t hole_before_a_mapped_free_tail(uint64_t *hole)
     return last + 10 * MiB;
 }
 
-Test(vmm_allocator, lowest_hole_policy_fills_the_lowest_fitting_hole)
+Test(vmm_allocator, growth_fills_the_lowest_fitting_hole)
 {
     start();
     uint64_t hole = 0;
@@ -625,73 +626,6 @@ Test(vmm_allocator, lowest_hole_policy_fills_the_lowest_fitting_hole)
     cr_expect_eq(allocate(30 * MiB), hole, "PyTorch: the lowest run that fits");
     cr_expect_eq(handles_created(), created + 1, "30 MiB of the hole in one handle");
     cr_expect_eq(reserved(), 70 * MiB, "at least a growth of 20 MiB, so no slack");
-    expect_consistent();
-}
-
-Test(vmm_allocator, fewest_new_pages_policy_maps_the_fewest_pages)
-{
-    config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
-    start();
-    uint64_t hole = 0;
-    uint64_t tail = hole_before_a_mapped_free_tail(&hole);
-    unsigned long created = handles_created();
-    cr_expect_eq(allocate(30 * MiB), tail, "the free tail and 20 MiB of new pages");
-    cr_expect_eq(handles_created(), created + 1);
-    cr_expect_eq(reserved(), 60 * MiB);
-    expect_consistent();
-    /* The hole still serves a request that needs it. */
-    cr_expect_eq(allocate(40 * MiB), hole);
-    cr_expect_eq(reserved(), 100 * MiB);
-    expect_consistent();
-}
-
-/* [live 15 | free 5][unmapped 40][free 13 | live 7], with handles [0, 20)
- * and [60, 80) mapped; returns the first block's address (the
- * reservation's start). */
-static uint64_t unmapped_range_between_free_blocks(void)
-{
-    config.expandable_segments_hole_policy = GPUCACHE_EXPANDABLE_HOLE_FEWEST_NEW_PAGES;
-    start();
-    uint64_t base = allocate(15 * MiB);      /* maps [0, 20) */
-    uint64_t gap = allocate(45 * MiB);       /* [15, 60), maps [20, 60) */
-    uint64_t tail_free = allocate(13 * MiB); /* [60, 73), maps [60, 80) */
-    cr_assert_eq(allocate(7 * MiB), tail_free + 13 * MiB, "[73, 80) stays live");
-    release(gap);
-    gpucache_allocator_synchronized(allocator, true, 0);
-    gpucache_allocator_empty_cache(allocator); /* only [20, 60) is a whole handle */
-    cr_assert_eq(reserved(), 40 * MiB);
-    release(tail_free);
-    gpucache_allocator_synchronized(allocator, true, 0);
-    return base;
-}
-
-/* In the run [15, 73) a 30 MiB request touches 13 new pages from the run's
- * start, 9 from its end (43) and 9 from the page boundary at 42, the lowest
- * of the best. The unmapped range is cut at 42; what precedes stays
- * unmapped, and the free 5 MiB before it stay a free block. */
-Test(vmm_allocator, fewest_new_pages_placement_inside_an_unmapped_range)
-{
-    uint64_t base = unmapped_range_between_free_blocks();
-    unsigned long created = handles_created();
-    cr_expect_eq(allocate(30 * MiB), base + 42 * MiB, "starts at a page inside the range");
-    cr_expect_eq(handles_created(), created + 1);
-    cr_expect_eq(reserved(), 58 * MiB, "[42, 60) mapped; it ends at a free block: no slack");
-    expect_consistent();
-    /* The unmapped [20, 42) and the free 5 MiB before it still take 25. */
-    cr_expect_eq(allocate(25 * MiB), base + 15 * MiB);
-    cr_expect_eq(handles_created(), created + 2);
-    cr_expect_eq(reserved(), 78 * MiB, "[20, 40): 20 MiB is a whole growth");
-    expect_consistent();
-}
-
-Test(vmm_allocator, garbage_collection_of_holes_unmaps_free_blocks_between_live_ones)
-{
-    config.expandable_segments_gc_holes = true;
-    uint64_t middle = collect_with_a_hole_between_live_blocks();
-    cr_expect_eq(reserved(), 40 * MiB + 320 * MiB, "the hole's handle went back");
-    cr_expect_eq(accounting_driver_used_bytes(device), 360 * MiB);
-    expect_consistent();
-    cr_expect_eq(allocate_on(300 * MiB, 1), middle, "the hole is mapped again in place");
     expect_consistent();
 }
 
@@ -814,25 +748,6 @@ Test(vmm_allocator, garbage_collection_never_synchronizes_to_fence_busy_blocks)
     allocate_on(320 * MiB, 2);
     cr_expect_eq(stats().num_device_synchronizations, 0,
                  "with reuse:conservative a fence would be a device synchronize");
-    expect_consistent();
-}
-
-/* The placement cut the unmapped range at 42 MiB; a failed map joins it
- * again, so the segment is as before. */
-Test(vmm_allocator, failed_map_after_a_cut_unmapped_range_leaves_it_whole)
-{
-    uint64_t base = unmapped_range_between_free_blocks();
-    /* The first growth and the one after the retry chain released the
-     * cache both fail. */
-    unsigned long maps = accounting_driver_calls(device, ACCOUNTING_PAGE_MAP);
-    accounting_driver_fail_call(device, ACCOUNTING_PAGE_MAP, 1, 2, GPUCACHE_ERROR_OUT_OF_MEMORY);
-    uint64_t address = 0;
-    cr_expect_eq(gpucache_allocator_malloc(allocator, 30 * MiB, 0, &address),
-                 GPUCACHE_ERROR_OUT_OF_MEMORY);
-    cr_expect_eq(accounting_driver_calls(device, ACCOUNTING_PAGE_MAP) - maps, 2);
-    cr_expect_eq(reserved(), 40 * MiB);
-    expect_consistent();
-    cr_expect_eq(allocate(30 * MiB), base + 42 * MiB);
     expect_consistent();
 }
 

@@ -57,9 +57,6 @@ struct gpucache_driver {
     /* SUCCESS when complete, NOT_READY when not yet. */
     gpucache_result (*fence_query)(void *context, gpucache_fence *fence);
     gpucache_result (*fence_wait)(void *context, gpucache_fence *fence);
-    /* Makes `stream` wait (on the device) for the fence; no host blocking. */
-    gpucache_result (*fence_stream_wait)(void *context, gpucache_stream stream,
-                                         gpucache_fence *fence);
     void (*fence_release)(void *context, gpucache_fence *fence);
     /* Blocks until all work in the device's context is done. */
     gpucache_result (*synchronize_device)(void *context, int device);

@@ -20,7 +20,6 @@ enum accounting_operation {
     ACCOUNTING_FENCE_ALL_STREAMS,
     ACCOUNTING_FENCE_QUERY,
     ACCOUNTING_FENCE_WAIT,
-    ACCOUNTING_FENCE_STREAM_WAIT,
     ACCOUNTING_SYNCHRONIZE_DEVICE,
     ACCOUNTING_PAGE_GRANULARITY,
     ACCOUNTING_ADDRESS_RESERVE,
@@ -46,13 +45,18 @@ const struct gpucache_driver *accounting_driver_interface(struct accounting_driv
 
 /* With `held`, fences complete only when their stream is completed below
  * (or waited on, or the device synchronized); without, at once. A stream
- * made to wait for a fence (fence_stream_wait) completes that fence's work
- * when its own work after the wait completes, as on a device. */
+ * made to wait for a fence (accounting_driver_stream_wait) completes that
+ * fence's work when its own work after the wait completes, as on a device. */
 void accounting_driver_hold_fences(struct accounting_driver *driver, bool held);
 /* All work issued so far on `stream` finishes. */
 void accounting_driver_complete_stream(struct accounting_driver *driver, gpucache_stream stream);
 /* All work issued so far on every stream finishes. */
 void accounting_driver_complete_all(struct accounting_driver *driver);
+/* What a program's cuStreamWaitEvent does: `stream`'s later work waits for
+ * the fence's (the allocator never asks for this; tests that play a correct
+ * program's cross-stream ordering do). False when host memory is exhausted. */
+bool accounting_driver_stream_wait(struct accounting_driver *driver, gpucache_stream stream,
+                                   const gpucache_fence *fence);
 
 /* Makes capture_active answer `active`. */
 void accounting_driver_set_capture(struct accounting_driver *driver, bool active);

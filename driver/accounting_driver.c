@@ -37,7 +37,7 @@ struct stream_progress {
     uint64_t completed_time; /* work issued up to this clock value is done */
 };
 
-/* `waiter` was made to wait (fence_stream_wait) at clock `wait_time` for
+/* `waiter` was made to wait (accounting_driver_stream_wait) at clock `wait_time` for
  * the work of `target` up to `target_time`: once the waiter's work up to
  * wait_time is done, so is that work of the target. */
 struct stream_dependency {
@@ -97,8 +97,7 @@ struct accounting_driver {
 
 static const char *const operation_names[ACCOUNTING_OPERATION_COUNT] = {
     "device_alloc",   "device_free",     "memory_info",       "fence_stream",
-    "fence_all_streams", "fence_query",  "fence_wait",        "fence_stream_wait",
-    "synchronize_device", "page_granularity", "address_reserve", "address_free",
+    "fence_all_streams", "fence_query",  "fence_wait",        "synchronize_device", "page_granularity", "address_reserve", "address_free",
     "page_create",    "page_release",    "page_map",          "page_unmap",
     "set_access",
 };
@@ -327,33 +326,6 @@ static gpucache_result fence_wait(void *context, gpucache_fence *fence)
     LEAVE();
 }
 
-static gpucache_result fence_stream_wait(void *context, gpucache_stream stream,
-                                         gpucache_fence *fence)
-{
-    ENTER(context, ACCOUNTING_FENCE_STREAM_WAIT);
-    if (fence_complete(driver, fence))
-        goto done; /* nothing left to wait for */
-    if (driver->dependency_count == driver->dependency_capacity) {
-        size_t capacity = driver->dependency_capacity ? driver->dependency_capacity * 2 : 16;
-        struct stream_dependency *dependencies =
-            realloc(driver->dependencies, capacity * sizeof *dependencies);
-        if (dependencies == NULL) {
-            result = GPUCACHE_ERROR_OUT_OF_MEMORY;
-            goto done;
-        }
-        driver->dependencies = dependencies;
-        driver->dependency_capacity = capacity;
-    }
-    driver->dependencies[driver->dependency_count++] = (struct stream_dependency){
-        .waiter = stream,
-        .wait_time = ++driver->clock,
-        .target = fence->stream,
-        .target_time = fence->time,
-        .target_is_all = fence->all_streams,
-    };
-    LEAVE();
-}
-
 static void fence_release(void *context, gpucache_fence *fence)
 {
     struct accounting_driver *driver = context;
@@ -563,7 +535,6 @@ struct accounting_driver *accounting_driver_create(uint64_t capacity, size_t gra
         .fence_all_streams = fence_all_streams,
         .fence_query = fence_query,
         .fence_wait = fence_wait,
-        .fence_stream_wait = fence_stream_wait,
         .fence_release = fence_release,
         .synchronize_device = synchronize_device,
         .capture_active = capture_active,
@@ -631,6 +602,36 @@ void accounting_driver_complete_all(struct accounting_driver *driver)
     pthread_mutex_lock(&driver->mutex);
     complete_all_until(driver, driver->clock);
     pthread_mutex_unlock(&driver->mutex);
+}
+
+bool accounting_driver_stream_wait(struct accounting_driver *driver, gpucache_stream stream,
+                                   const gpucache_fence *fence)
+{
+    bool recorded = true;
+    pthread_mutex_lock(&driver->mutex);
+    if (fence_complete(driver, fence))
+        goto done; /* nothing left to wait for */
+    if (driver->dependency_count == driver->dependency_capacity) {
+        size_t capacity = driver->dependency_capacity ? driver->dependency_capacity * 2 : 16;
+        struct stream_dependency *dependencies =
+            realloc(driver->dependencies, capacity * sizeof *dependencies);
+        if (dependencies == NULL) {
+            recorded = false;
+            goto done;
+        }
+        driver->dependencies = dependencies;
+        driver->dependency_capacity = capacity;
+    }
+    driver->dependencies[driver->dependency_count++] = (struct stream_dependency){
+        .waiter = stream,
+        .wait_time = ++driver->clock,
+        .target = fence->stream,
+        .target_time = fence->time,
+        .target_is_all = fence->all_streams,
+    };
+done:
+    pthread_mutex_unlock(&driver->mutex);
+    return recorded;
 }
 
 void accounting_driver_set_capture(struct accounting_driver *driver, bool active)

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpucache_stats.h"
+#include "gpucache_report.h"
 
 #define TABLE_WIDTH 75
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpucache_stats.h"
+#include "gpucache_report.h"
 
 struct entry {
     char name[64];

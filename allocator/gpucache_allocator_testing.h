@@ -1,0 +1,22 @@
+/* What only the tests ask of an allocator: its invariants, and a live
+ * block's requested size. Not part of the interface the interposer and the
+ * replay use (gpucache_allocator.h). */
+#ifndef GPUCACHE_ALLOCATOR_TESTING_H
+#define GPUCACHE_ALLOCATOR_TESTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpucache_allocator.h"
+
+/* The block that `address` starts, if live: its size as requested. */
+bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_t address,
+                                   size_t *requested_size);
+
+/* Checks every structural invariant (blocks tile segments, no overlap, stats
+ * equal their recomputed values). Returns true when all hold; otherwise
+ * writes the first violation into `why`. */
+bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, size_t why_size);
+
+#endif
