@@ -1,6 +1,6 @@
 /* The driver entry points the simulated runtime calls, fetched once through
  * cuGetProcAddress_v2 with the versions and flags the real CUDA 13 runtime
- * requests (research/cudart13_getprocaddress_requests.txt), so whatever
+ * requests (recorded from its calls to cuGetProcAddress_v2), so whatever
  * driver is loaded — the sim or a real libcuda.so.1 — hands out the same
  * variants it would hand to NVIDIA's libcudart. */
 #ifndef SIM_RUNTIME_DRIVER_H

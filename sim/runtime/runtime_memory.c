@@ -1,7 +1,8 @@
 /* Allocation entry points: device, stream-ordered, pooled, pinned host,
  * managed and pitched memory, memory info and pointer attributes. Each maps
- * onto the driver call NVIDIA's runtime resolves for it (research/
- * interposition.md §2), so an interposer at the driver sees the same calls. */
+ * onto the driver call NVIDIA's runtime makes for it (cudaMalloc to
+ * cuMemAlloc_v2, cudaMallocAsync to cuMemAllocAsync, ...), so an interposer
+ * at the driver sees the same calls under either runtime. */
 #include <stdint.h>
 
 #include "runtime_driver.h"

@@ -1,4 +1,4 @@
-/* Reuse safety (DESIGN.md §2): when a freed block may be handed out again,
+/* Reuse safety (DESIGN.md, Reuse safety): when a freed block may be handed out again,
  * on which stream, and what it costs in fences and synchronizations. */
 #include "allocator_fixture.h"
 

@@ -1,5 +1,9 @@
-/* DESIGN.md §6, examples 1 and 6: the reserved figures of PyTorch's native
- * allocator, reproduced exactly. */
+/* Worked examples of PyTorch's native allocator, whose reserved figures
+ * must come out exactly: eight 16 MiB blocks then four 32 MiB ones grow
+ * the reserve from 128 to 256 MiB, the other order keeps it at 128 MiB
+ * (the first example, with synchronous and stream-ordered frees), and
+ * requests just under 1 MiB that round into the large pool raise it (the
+ * sixth example, the 1 MiB loophole). */
 #include "allocator_fixture.h"
 
 static void allocate_then_reallocate(struct fixture *f, size_t first_size, int first_count,

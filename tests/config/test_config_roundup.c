@@ -27,7 +27,7 @@ Test(config, roundup_scalar_fills_every_bucket)
                  2147483648u);
 }
 
-/* The research note's worked example, newest PyTorch semantics: the first
+/* A list with a catch-all, newest PyTorch semantics: the first
  * boundary also fills the buckets below it, and ">" fills those after the
  * last boundary. */
 Test(config, roundup_list_worked_example)

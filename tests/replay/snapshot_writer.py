@@ -1,6 +1,6 @@
 """Writes PyTorch memory snapshots the way torch.cuda.memory._dump_snapshot
-does: pickle.dump of the _snapshot() dict (research note pytorch-allocator.md
-section 6.2), built here from a short script of allocations so tests can
+does: pickle.dump of the _snapshot() dict (the layout report/README.md
+describes), built here from a short script of allocations so tests can
 replay a snapshot with known results without PyTorch or a GPU."""
 
 import json

@@ -1,5 +1,8 @@
 /* Expandable segments through the allocator's public API, on the
- * accounting driver: DESIGN.md §6 examples 2-5, unmapping, the OOM retry
+ * accounting driver: the worked examples of growth (the second growth is
+ * adjacent and free space merges, larger blocks reuse the pages of smaller
+ * ones, growth lands at the end of the segment, a freed block grown again
+ * keeps its pointer), unmapping, the OOM retry
  * chain, the reservation limit, max_split_size, inactive-split stats and
  * how much a growth maps.
  *
