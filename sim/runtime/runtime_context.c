@@ -157,6 +157,17 @@ cudaError_t CUDARTAPI cudaDeviceReset(void)
 #define RUNTIME_DEVICE_FLAGS                                                                       \
     (cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops)
 
+/* The driver's handle of the thread's current device (the driver loaded
+ * first); the error is recorded. */
+static cudaError_t bound_device(CUdevice *handle)
+{
+    cudaError_t status = sim_runtime_load_driver();
+    if (status != cudaSuccess)
+        return sim_runtime_record(status);
+    CUresult result = sim_runtime_driver.cuDeviceGet(handle, thread_binding.device);
+    return result != CUDA_SUCCESS ? sim_runtime_record_driver(result) : cudaSuccess;
+}
+
 cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags)
 {
     if ((flags & ~(unsigned)RUNTIME_DEVICE_FLAGS) != 0)
@@ -166,13 +177,10 @@ cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags)
     if (schedule != cudaDeviceScheduleAuto && schedule != cudaDeviceScheduleSpin &&
         schedule != cudaDeviceScheduleYield && schedule != cudaDeviceScheduleBlockingSync)
         return sim_runtime_record(cudaErrorInvalidValue);
-    cudaError_t status = sim_runtime_load_driver();
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
     CUdevice handle;
-    CUresult result = sim_runtime_driver.cuDeviceGet(&handle, thread_binding.device);
-    if (result != CUDA_SUCCESS)
-        return sim_runtime_record_driver(result);
+    cudaError_t status = bound_device(&handle);
+    if (status != cudaSuccess)
+        return status;
     status = SIM_RUNTIME_CALL(sim_runtime_driver.cuDevicePrimaryCtxSetFlags, handle,
                               flags & ~(unsigned)cudaDeviceMapHost);
     if (status != cudaSuccess)
@@ -185,13 +193,10 @@ cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned int *flags)
 {
     if (flags == NULL)
         return sim_runtime_record(cudaErrorInvalidValue);
-    cudaError_t status = sim_runtime_load_driver();
-    if (status != cudaSuccess)
-        return sim_runtime_record(status);
     CUdevice handle;
-    CUresult result = sim_runtime_driver.cuDeviceGet(&handle, thread_binding.device);
-    if (result != CUDA_SUCCESS)
-        return sim_runtime_record_driver(result);
+    cudaError_t status = bound_device(&handle);
+    if (status != cudaSuccess)
+        return status;
     unsigned int context_flags = 0;
     int active = 0;
     status = SIM_RUNTIME_CALL(sim_runtime_driver.cuDevicePrimaryCtxGetState, handle, &context_flags, &active);

@@ -12,32 +12,19 @@ and a small bias-sized tensor come and go; the activations are freed in
 reverse order at the end of the step. 40 weight tensors of 4-64 MiB stay
 live throughout. Deterministic for a given seed."""
 
+import os
 import random
 import sys
 
-HEADER = "Thread,Time,Action,Pointer,Size,Stream"
-MiB = 1 << 20
-
-
-class Writer:
-    def __init__(self):
-        self.rows = [HEADER]
-        self.next_pointer = 0x7F0000000000
-
-    def allocate(self, size):
-        pointer = self.next_pointer
-        self.next_pointer += (size + 0xFFFF) & ~0xFFFF  # distinct trace addresses
-        self.rows.append(f"1,0,allocate,{pointer:#x},{size},0x0")
-        return pointer, size
-
-    def free(self, block):
-        pointer, size = block
-        self.rows.append(f"1,0,free,{pointer:#x},{size},0x0")
+# The trace writer the workload generators use (workloads/generate.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "workloads"))
+from generate import MiB, Trace  # noqa: E402
 
 
 def generate(steps, seed):
     rng = random.Random(seed)
-    out = Writer()
+    out = Trace()
     for _ in range(40):
         out.allocate(rng.randrange(4, 65) * MiB)
     for _ in range(steps):

@@ -4,15 +4,10 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "sim_test_support.h"
+#include "racecheck_test_support.h"
 
 /* The graph tests check what the race detector sees of a launch; the suite
  * runs with it on even outside meson. */
-static void racecheck_on(void)
-{
-    setenv("GPUSIM_RACECHECK", "1", 1);
-}
-
 TestSuite(capture, .init = racecheck_on);
 
 static CUstream capturing_stream(CUstreamCaptureMode mode)
@@ -209,14 +204,6 @@ Test(capture, waiting_on_a_captured_event_joins_the_capture)
 }
 
 /* ---- graphs: instantiation and launch ----------------------------------- */
-
-#define EXPECT_RACES(expected)                                                                 \
-    do {                                                                                       \
-        unsigned long long races_ = gpusim_race_count();                                       \
-        gpusim_forget_races();                                                                 \
-        cr_assert_eq(races_, (unsigned long long)(expected), "%llu races reported, expected %d", \
-                     races_, (expected));                                                      \
-    } while (0)
 
 static CUgraph end_capture(CUstream stream)
 {

@@ -7,24 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim_test_support.h"
+#include "racecheck_test_support.h"
 
 #define BYTES 4096
 
-static void racecheck_on(void)
-{
-    setenv("GPUSIM_RACECHECK", "1", 1);
-}
-
 TestSuite(racecheck, .init = racecheck_on);
-
-#define EXPECT_RACES(expected)                                                                 \
-    do {                                                                                       \
-        unsigned long long races_ = gpusim_race_count();                                       \
-        gpusim_forget_races();                                                                 \
-        cr_assert_eq(races_, (unsigned long long)(expected), "%llu races reported, expected %d", \
-                     races_, (expected));                                                      \
-    } while (0)
 
 struct fixture {
     CUdeviceptr buffer;
@@ -365,11 +352,6 @@ Test(racecheck, per_thread_streams_of_two_threads_race)
     EXPECT_RACES(1);
 }
 
-static void CUDA_CB raise_flag(void *flag)
-{
-    atomic_store((atomic_int *)flag, 1);
-}
-
 Test(racecheck, a_host_function_is_ordered_in_its_stream_only)
 {
     struct fixture f = start();
@@ -491,12 +473,6 @@ Test(racecheck, a_pool_address_reused_after_cuMemFreeAsync_starts_fresh)
     write_on(second, f.second);
     EXPECT_OK(cuCtxSynchronize());
     EXPECT_RACES(0);
-}
-
-static void CUDA_CB wait_for_flag(void *flag)
-{
-    while (atomic_load((atomic_int *)flag) == 0)
-        sleep_milliseconds(1);
 }
 
 Test(racecheck, cuMemFreeAsync_unordered_with_a_use_races)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ptx_test_support.h"
+#include "../racecheck_test_support.h"
 
 #define WORDS 1024u
 #define BYTES (WORDS * 4u)
@@ -42,20 +43,7 @@ static const char kernels_ptx[] =
     ".reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n"
     "ld.param.u64 %rd1, [p];\nld.param.u32 %r1, [v];\nst.u32 [%rd1], %r1;\nret;\n}\n";
 
-static void racecheck_on(void)
-{
-    setenv("GPUSIM_RACECHECK", "1", 1);
-}
-
 TestSuite(ptx_races, .init = racecheck_on);
-
-#define EXPECT_RACES(expected)                                                                 \
-    do {                                                                                       \
-        unsigned long long races_ = gpusim_race_count();                                       \
-        gpusim_forget_races();                                                                 \
-        cr_assert_eq(races_, (unsigned long long)(expected), "%llu races reported, expected %d", \
-                     races_, (expected));                                                      \
-    } while (0)
 
 struct fixture {
     CUmodule module;
@@ -105,13 +93,6 @@ static void count_on(const struct fixture *f, CUdeviceptr counter, CUstream stre
 {
     void *params[] = {&counter};
     EXPECT_OK(cuLaunchKernel(f->count, 2, 1, 1, 64, 1, 1, 0, stream, params, NULL));
-}
-
-/* A host function that holds its stream until the flag is raised. */
-static void CUDA_CB wait_for_flag(void *flag)
-{
-    while (atomic_load((atomic_int *)flag) == 0)
-        sleep_milliseconds(1);
 }
 
 static void hold(CUstream stream, atomic_int *flag)
@@ -264,11 +245,6 @@ Test(ptx_races, a_generic_address_store_is_an_access)
     EXPECT_OK(cuMemsetD8Async(f.buffer, 0, 4, f.second));
     EXPECT_OK(cuCtxSynchronize());
     EXPECT_RACES(1);
-}
-
-static void CUDA_CB raise_flag(void *flag)
-{
-    atomic_store((atomic_int *)flag, 1);
 }
 
 Test(ptx_races, a_free_unordered_with_a_kernel_races)

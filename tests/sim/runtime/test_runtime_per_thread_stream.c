@@ -48,14 +48,21 @@ static void *block_own_default_stream(void *blocked_pointer)
     return (void *)(intptr_t)status;
 }
 
+/* Starts a thread whose own default stream is held by `blocked`'s gate and
+ * waits until its work is queued. */
+static void start_blocked_thread(struct blocked_thread *blocked, pthread_t *thread)
+{
+    cr_assert_eq(pthread_create(thread, NULL, block_own_default_stream, blocked), 0);
+    while (atomic_load(&blocked->enqueued) == 0)
+        sleep_milliseconds(1);
+    cr_assert_eq(atomic_load(&blocked->enqueued), 1);
+}
+
 Test(runtime_per_thread_stream, a_busy_default_stream_of_one_thread_does_not_hold_up_another, .timeout = 10)
 {
     struct blocked_thread blocked = { STREAM_GATE_INITIALIZER, 0 };
     pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, block_own_default_stream, &blocked), 0);
-    while (atomic_load(&blocked.enqueued) == 0)
-        sleep_milliseconds(1);
-    cr_assert_eq(atomic_load(&blocked.enqueued), 1);
+    start_blocked_thread(&blocked, &thread);
     atomic_int ran = 0;
     assert_cuda_success(cudaLaunchHostFunc(0, raise_flag, &ran));
     assert_cuda_success(cudaStreamSynchronize(0));
@@ -144,10 +151,7 @@ Test(runtime_per_thread_stream, a_stream_callback_runs_on_the_per_thread_stream,
      * (cudaStreamAddCallback_ptsz) it runs. */
     struct blocked_thread blocked = { STREAM_GATE_INITIALIZER, 0 };
     pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, block_own_default_stream, &blocked), 0);
-    while (atomic_load(&blocked.enqueued) == 0)
-        sleep_milliseconds(1);
-    cr_assert_eq(atomic_load(&blocked.enqueued), 1);
+    start_blocked_thread(&blocked, &thread);
     cudaStream_t seen = (cudaStream_t)-2;
     assert_cuda_success(cudaStreamAddCallback(0, record_callback_stream, &seen, 0));
     assert_cuda_success(cudaStreamSynchronize(0));
