@@ -90,7 +90,8 @@ trap 'rm -rf "$examples"' EXIT
 PYTHONDONTWRITEBYTECODE=1 python3 - "$root/tests/replay" "$examples" <<'PYTHON'
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from replay_command_test import CsvTrace, MiB, example_1_trace
+from replay_command_test import (CsvTrace, MiB, example_1_trace, example_3_trace,
+                                 example_4_trace)
 out = sys.argv[2]
 base = 0x7F0000000000
 traces = {
@@ -102,19 +103,8 @@ traces = {
                   .allocate(0x7F1000000000, MiB // 2),
     "6-control": CsvTrace().allocate(base, 2 * MiB).free(base, 2 * MiB).allocate(base, 2 * MiB),
 }
-trace = CsvTrace()
-for index in range(8):
-    trace.allocate(base + index * 16 * MiB, 16 * MiB)
-for index in range(8):
-    trace.free(base + index * 16 * MiB, 16 * MiB)
-for index in range(4):
-    trace.allocate(base + (1 << 32) + index * 32 * MiB, 32 * MiB)
-traces["3"] = trace
-trace = CsvTrace()
-for index in range(4):
-    trace.allocate(base + index * 16 * MiB, 16 * MiB)
-trace.free(base, 16 * MiB).free(base + 32 * MiB, 16 * MiB).allocate(base + (1 << 32), 32 * MiB)
-traces["4"] = trace
+traces["3"] = example_3_trace()
+traces["4"] = example_4_trace()
 for name, trace in traces.items():
     trace.write(os.path.join(out, name + ".csv"))
 PYTHON

@@ -97,6 +97,30 @@ def example_1_trace(small_first):
     return trace
 
 
+WORKED_EXAMPLE_BASE = 0x7F0000000000
+
+
+def example_3_trace():
+    """8 x 16 MiB, all freed, then 4 x 32 MiB at other addresses."""
+    base, trace = WORKED_EXAMPLE_BASE, CsvTrace()
+    for index in range(8):
+        trace.allocate(base + index * 16 * MiB, 16 * MiB)
+    for index in range(8):
+        trace.free(base + index * 16 * MiB, 16 * MiB)
+    for index in range(4):
+        trace.allocate(base + (1 << 32) + index * 32 * MiB, 32 * MiB)
+    return trace
+
+
+def example_4_trace():
+    """4 x 16 MiB, the first and third freed, then one 32 MiB."""
+    base, trace = WORKED_EXAMPLE_BASE, CsvTrace()
+    for index in range(4):
+        trace.allocate(base + index * 16 * MiB, 16 * MiB)
+    return trace.free(base, 16 * MiB).free(base + 32 * MiB, 16 * MiB).allocate(base + (1 << 32),
+                                                                               32 * MiB)
+
+
 def case_example_1(tool, workdir, _traces):
     small_first = example_1_trace(True).write(os.path.join(workdir, "small_first.csv"))
     large_first = example_1_trace(False).write(os.path.join(workdir, "large_first.csv"))
@@ -162,14 +186,7 @@ def case_expandable_examples(tool, workdir, _traces):
           f"example 2: {configuration['driver_calls']} driver calls, expected 9")
     # 3: 8 x 16 (7 growths of 20 MiB), free all, 4 x 32: no new physical
     # memory.
-    trace = CsvTrace()
-    for index in range(8):
-        trace.allocate(base + index * 16 * MiB, 16 * MiB)
-    for index in range(8):
-        trace.free(base + index * 16 * MiB, 16 * MiB)
-    for index in range(4):
-        trace.allocate(base + (1 << 32) + index * 32 * MiB, 32 * MiB)
-    configuration, blocks = expandable_run(tool, workdir, "example_3", trace)
+    configuration, blocks = expandable_run(tool, workdir, "example_3", example_3_trace())
     check(stat(configuration, "reserved_bytes.all.peak") == 140 * MiB,
           f"example 3: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 140 MiB")
     check(stat(configuration, "num_device_alloc") == 7,
@@ -179,11 +196,7 @@ def case_expandable_examples(tool, workdir, _traces):
           f"example 3: blocks {blocks}")
     # 4: 4 x 16, free #0 and #2: the largest free block is 16, so a 32 maps
     # new pages at the segment's end.
-    trace = CsvTrace()
-    for index in range(4):
-        trace.allocate(base + index * 16 * MiB, 16 * MiB)
-    trace.free(base, 16 * MiB).free(base + 32 * MiB, 16 * MiB).allocate(base + (1 << 32), 32 * MiB)
-    configuration, blocks = expandable_run(tool, workdir, "example_4", trace)
+    configuration, blocks = expandable_run(tool, workdir, "example_4", example_4_trace())
     check(stat(configuration, "reserved_bytes.all.peak") == 100 * MiB,
           f"example 4: reserved {stat(configuration, 'reserved_bytes.all.peak')}, expected 100 MiB")
     check((64 * MiB, 32 * MiB, "active_allocated") in blocks,
