@@ -361,15 +361,20 @@ static int parse_list(struct config_parser *parser,
 
 struct roundup_list_state {
     size_t last_index;
+    size_t last_power; /* log2 of the last boundary, before clamping */
     bool first_value;
     bool saw_remainder; /* the ">:N" item, which must come last */
     bool saw_boundary;
 };
 
+/* Quotes the whole entry, up to the list's closing bracket when there is
+ * one, so the user sees what they wrote. */
 static int fail_item(struct config_parser *parser, const struct list_item *item,
                      const char *what, const char *expected)
 {
-    return fail_list(parser, item->end, what, expected);
+    const char *close = strchr(parser->text + item->end, ']');
+    return fail_list(parser, close != NULL ? (size_t)(close - parser->text) + 1 : item->end, what,
+                     expected);
 }
 
 static int parse_roundup_item(struct config_parser *parser,
@@ -404,12 +409,14 @@ static int parse_roundup_item(struct config_parser *parser,
     if (status != NUMBER_OK || !is_power_of_two(boundary))
         return fail_item(parser, item, "boundary not a power of two",
                          "a boundary in MiB that is a power of two, or '>'");
-    size_t index = (size_t)(63 - __builtin_clzll(boundary));
-    if (index >= GPUCACHE_ROUNDUP_BUCKETS)
-        index = GPUCACHE_ROUNDUP_BUCKETS - 1;
-    if (state->saw_boundary && index <= state->last_index)
+    size_t power = (size_t)(63 - __builtin_clzll(boundary));
+    if (state->saw_boundary && power <= state->last_power)
         return fail_item(parser, item, "boundaries not increasing",
-                         "increasing boundaries; from 32768 MiB up all share one bucket");
+                         "boundaries in increasing order");
+    /* As PyTorch: boundaries past the last bucket (32768 MiB) land in it,
+     * the last one given winning. */
+    size_t index = power < GPUCACHE_ROUNDUP_BUCKETS ? power : GPUCACHE_ROUNDUP_BUCKETS - 1;
+    state->last_power = power;
     if (state->first_value) {
         for (size_t i = 0; i < index; i++)
             table[i] = (uint32_t)divisions;

@@ -158,23 +158,24 @@ Test(config, roundup_scalar_must_be_a_power_of_two)
 
 Test(config, roundup_list_rejections)
 {
+    /* An item's error quotes the whole entry, closing bracket included. */
     expect_rejected("roundup_power2_divisions:[256:1,512:3]",
-                    "divisions not 0 or a power of two in 'roundup_power2_divisions:[256:1,512:3' "
+                    "divisions not 0 or a power of two in 'roundup_power2_divisions:[256:1,512:3]' "
                     "(expected divisions of 0 or a power of two up to 2147483648)");
     expect_rejected("roundup_power2_divisions:[300:1]",
-                    "boundary not a power of two in 'roundup_power2_divisions:[300:1' "
+                    "boundary not a power of two in 'roundup_power2_divisions:[300:1]' "
                     "(expected a boundary in MiB that is a power of two, or '>')");
     expect_rejected("roundup_power2_divisions:[0:1]",
-                    "boundary not a power of two in 'roundup_power2_divisions:[0:1' "
+                    "boundary not a power of two in 'roundup_power2_divisions:[0:1]' "
                     "(expected a boundary in MiB that is a power of two, or '>')");
     expect_rejected("roundup_power2_divisions:[512:1,256:2]",
-                    "boundaries not increasing in 'roundup_power2_divisions:[512:1,256:2' "
-                    "(expected increasing boundaries; from 32768 MiB up all share one bucket)");
-    expect_rejected("roundup_power2_divisions:[32768:1,65536:2]",
-                    "boundaries not increasing in 'roundup_power2_divisions:[32768:1,65536:2' "
-                    "(expected increasing boundaries; from 32768 MiB up all share one bucket)");
+                    "boundaries not increasing in 'roundup_power2_divisions:[512:1,256:2]' "
+                    "(expected boundaries in increasing order)");
+    expect_rejected("roundup_power2_divisions:[65536:1,32768:2]",
+                    "boundaries not increasing in 'roundup_power2_divisions:[65536:1,32768:2]' "
+                    "(expected boundaries in increasing order)");
     expect_rejected("roundup_power2_divisions:[>:8,512:2]",
-                    "item after '>' in 'roundup_power2_divisions:[>:8,512:2' "
+                    "item after '>' in 'roundup_power2_divisions:[>:8,512:2]' "
                     "(expected '>:<divisions>' as the last item)");
     expect_rejected("roundup_power2_divisions:[256 1]",
                     "missing ':' in a list item in 'roundup_power2_divisions:[2561]' " ITEMS);
@@ -222,16 +223,16 @@ Test(config, reserve_class_rejections)
     expect_item_rejected("expandable_segments_reserve_by_class:0.5", "not a list", CLASSES);
     expect_item_rejected("expandable_segments_reserve_by_class:", "missing value", CLASSES);
     expect_rejected("expandable_segments_reserve_by_class:[a:0.5,a:1]",
-                    "duplicate class in 'expandable_segments_reserve_by_class:[a:0.5,a:1' "
+                    "duplicate class in 'expandable_segments_reserve_by_class:[a:0.5,a:1]' "
                     "(expected each class at most once)");
     expect_rejected("expandable_segments_reserve_by_class:[a/b:0.5]",
-                    "bad class name in 'expandable_segments_reserve_by_class:[a/b:0.5' "
+                    "bad class name in 'expandable_segments_reserve_by_class:[a/b:0.5]' "
                     "(expected class names of at most 31 letters, digits, '_', '-' or '.')");
     expect_rejected("expandable_segments_reserve_by_class:[abcdefghijabcdefghijabcdefghij12:0.5]",
-                    "bad class name in 'expandable_segments_reserve_by_class:[abcdefghijabcdefghijabcdefghij12:0.5' "
+                    "bad class name in 'expandable_segments_reserve_by_class:[abcdefghijabcdefghijabcdefghij12:0.5]' "
                     "(expected class names of at most 31 letters, digits, '_', '-' or '.')");
     expect_rejected("expandable_segments_reserve_by_class:[a:2]",
-                    "reserve out of range in 'expandable_segments_reserve_by_class:[a:2' " CLASSES);
+                    "reserve out of range in 'expandable_segments_reserve_by_class:[a:2]' " CLASSES);
     char text[512] = "expandable_segments_reserve_by_class:[";
     for (int i = 0; i <= GPUCACHE_MAX_RESERVE_CLASSES; i++)
         snprintf(text + strlen(text), sizeof text - strlen(text), "%sc%d:1", i ? "," : "", i);
@@ -240,7 +241,7 @@ Test(config, reserve_class_rejections)
     struct gpucache_config_error error;
     cr_assert_eq(gpucache_config_parse(NULL, text, &config, &error), -1);
     cr_assert(strstr(error.message, "too many classes in '") != NULL, "%s", error.message);
-    cr_assert(strstr(error.message, ",c16:1' (expected at most 16 classes)") != NULL, "%s", error.message);
+    cr_assert(strstr(error.message, ",c16:1]' (expected at most 16 classes)") != NULL, "%s", error.message);
 }
 
 Test(config, unknown_choices)

@@ -93,3 +93,14 @@ Test(config, roundup_divisions_lookup_on_the_worked_example)
     cr_assert_eq(gpucache_config_roundup_divisions(&config, GiB), 8);
     cr_assert_eq(gpucache_config_roundup_divisions(&config, 40 * GiB), 8);
 }
+
+/* Boundaries past the last bucket (32768 MiB) land in it, the last one
+ * given winning, as PyTorch does: increasing boundaries are never refused
+ * for being large. */
+Test(config, roundup_boundaries_past_the_last_bucket_land_in_it)
+{
+    static const uint32_t expected[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4};
+    assert_table_of("roundup_power2_divisions:[16384:1,32768:2,65536:4]", expected);
+    static const uint32_t beyond[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2};
+    assert_table_of("roundup_power2_divisions:[32768:1,65536:2]", beyond);
+}
