@@ -65,6 +65,12 @@ const char *gpucache_config_key_name(enum gpucache_config_key key)
     return descriptor != NULL ? descriptor->name : "unknown";
 }
 
+const char *gpucache_config_key_expected(enum gpucache_config_key key)
+{
+    const struct config_key_descriptor *descriptor = config_key_descriptor(key);
+    return descriptor != NULL ? descriptor->expected : "";
+}
+
 uint32_t gpucache_config_roundup_divisions(const struct gpucache_config *config,
                                            uint64_t size)
 {

@@ -2,6 +2,7 @@
 #include "config_internal.h"
 
 #include <stdio.h>
+#include <ctype.h>
 #include <string.h>
 
 /* Longest excerpt of the offending text quoted in a message. */
@@ -139,18 +140,52 @@ int config_fail_entry(struct config_parser *parser, size_t start,
     return -1;
 }
 
-static void append_key_list(char *out, size_t capacity)
+/* Edits (insertions, deletions, substitutions, case changes count as one)
+ * between `a` and `b`, capped at 99: enough to rank key names. */
+static unsigned edit_distance(const char *a, const char *b)
 {
-    size_t used = 0;
-    out[0] = '\0';
-    for (int key = 0; key < GPUCACHE_KEY_COUNT; key++) {
-        int written = snprintf(out + used, capacity - used, "%s%s",
-                               key == 0 ? "" : ", ",
-                               gpucache_config_key_name((enum gpucache_config_key)key));
-        if (written < 0 || (size_t)written >= capacity - used)
-            return;
-        used += (size_t)written;
+    size_t m = strlen(a), n = strlen(b);
+    if (m > 63 || n > 63)
+        return 99;
+    unsigned row[64];
+    for (size_t j = 0; j <= n; j++)
+        row[j] = (unsigned)j;
+    for (size_t i = 1; i <= m; i++) {
+        unsigned diagonal = row[0];
+        row[0] = (unsigned)i;
+        for (size_t j = 1; j <= n; j++) {
+            unsigned above = row[j];
+            unsigned substitution = diagonal + (a[i - 1] != b[j - 1]);
+            unsigned best = above + 1 < row[j - 1] + 1 ? above + 1 : row[j - 1] + 1;
+            row[j] = substitution < best ? substitution : best;
+            diagonal = above;
+        }
     }
+    return row[n];
+}
+
+/* The key nearest to `word` when it is a plausible misspelling of it (at
+ * most a third of its letters wrong), else NULL. */
+static const char *nearest_key(const char *word)
+{
+    const char *nearest = NULL;
+    unsigned best = 99;
+    for (int key = 0; key < GPUCACHE_KEY_COUNT; key++) {
+        const char *name = gpucache_config_key_name((enum gpucache_config_key)key);
+        char lowered[64];
+        size_t length = strlen(word);
+        if (length >= sizeof lowered)
+            return NULL;
+        for (size_t i = 0; i <= length; i++)
+            lowered[i] = (char)tolower((unsigned char)word[i]);
+        unsigned distance = edit_distance(lowered, name);
+        if (distance < best) {
+            best = distance;
+            nearest = name;
+        }
+    }
+    size_t length = strlen(word);
+    return best <= (length < 6 ? 2 : length / 3) ? nearest : NULL;
 }
 
 static int fail_empty_key(struct config_parser *parser, size_t previous_entry_start)
@@ -199,9 +234,13 @@ static int parse_entry(struct config_parser *parser)
                                 "a path without , : [ or ], which separate the configuration");
     }
     if (key == NULL) {
-        char keys[768];
-        append_key_list(keys, sizeof keys);
-        return config_fail_entry(parser, start, "unknown key", "one of %s", keys);
+        const char *nearest = token->truncated ? NULL : nearest_key(token->word);
+        if (nearest != NULL)
+            return config_fail_entry(parser, start, "unknown key",
+                                     "a known key: did you mean '%s'? 'gpucache config --keys' "
+                                     "lists them all", nearest);
+        return config_fail_entry(parser, start, "unknown key",
+                                 "a known key: 'gpucache config --keys' lists them all");
     }
     if (parser->config->key_from_string[key->key])
         return config_fail_entry(parser, start, "duplicate key",

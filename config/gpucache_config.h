@@ -150,6 +150,9 @@ uint32_t gpucache_config_roundup_divisions(const struct gpucache_config *config,
 /* The key's name as written in the configuration string. */
 const char *gpucache_config_key_name(enum gpucache_config_key key);
 
+/* What the key's value may be, as messages say it after "expected". */
+const char *gpucache_config_key_expected(enum gpucache_config_key key);
+
 /* True for keys that are accepted but have no effect in this build. */
 bool gpucache_config_key_ignored(const struct gpucache_config *config,
                                  enum gpucache_config_key key);

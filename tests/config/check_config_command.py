@@ -103,6 +103,14 @@ def check_config(executable):
     usage = run(executable, ["config", "--help"])
     expect(usage.returncode == 0 and usage.stdout.startswith("usage: gpucache config"),
            "config --help")
+    # --keys: every key once, in the table's order, with what it accepts.
+    listed = run(executable, ["config", "--keys"])
+    names = [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
+    expect(listed.returncode == 0 and names == KEYS, f"config --keys lists {names}")
+    expect("expandable_segments                  True or False" in listed.stdout,
+           f"config --keys gives what a key accepts: {listed.stdout[:200]!r}")
+    expect("pinned_free_catch_all" in listed.stdout and "(no effect in this build)" in listed.stdout,
+           "config --keys marks the keys without effect")
 
 
 def check_dispatcher(executable):
