@@ -164,8 +164,8 @@ static unsigned edit_distance(const char *a, const char *b)
     return row[n];
 }
 
-/* The key nearest to `word` when it is a plausible misspelling of it (at
- * most a third of its letters wrong), else NULL. */
+/* The key nearest to `word` when it is a plausible misspelling of one (at
+ * most a third of its letters wrong) or the start of one, else NULL. */
 static const char *nearest_key(const char *word)
 {
     const char *nearest = NULL;
@@ -185,7 +185,16 @@ static const char *nearest_key(const char *word)
         }
     }
     size_t length = strlen(word);
-    return best <= (length < 6 ? 2 : length / 3) ? nearest : NULL;
+    if (best <= (length < 6 ? 2 : length / 3))
+        return nearest;
+    /* A shortened key ("expandable" for expandable_segments): the first
+     * key, in the table's order, that it begins. */
+    for (int key = 0; key < GPUCACHE_KEY_COUNT && length >= 4; key++) {
+        const char *name = gpucache_config_key_name((enum gpucache_config_key)key);
+        if (strncmp(name, word, length) == 0)
+            return name;
+    }
+    return NULL;
 }
 
 static int fail_empty_key(struct config_parser *parser, size_t previous_entry_start)

@@ -36,6 +36,9 @@ Test(config, an_unknown_key_near_a_known_one_suggests_it)
     expect_rejected("max_split_size:64",
         "unknown key in 'max_split_size:64' (expected a known key: did you mean "
         "'max_split_size_mb'? 'gpucache config --keys' lists them all)");
+    expect_rejected("expandable:True",
+        "unknown key in 'expandable:True' (expected a known key: did you mean "
+        "'expandable_segments'? 'gpucache config --keys' lists them all)");
     expect_rejected("garbage_colection_treshold:0.5",
         "unknown key in 'garbage_colection_treshold:0.5' (expected a known key: did you mean "
         "'garbage_collection_threshold'? 'gpucache config --keys' lists them all)");
