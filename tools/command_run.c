@@ -21,7 +21,7 @@ static const char usage[] =
     "\n"
     "Runs PROGRAM under libgpucache.so and prints, on stderr once it exits, the\n"
     "memory_summary() table of every device it used, its calls that went to the\n"
-    "driver untouched (by reason) and the configuration keys without effect.\n"
+    "driver untouched (by reason) and the keys you set that have no effect.\n"
     "\n"
     "  --conf STRING  the configuration (PYTORCH_ALLOC_CONF syntax); default: the\n"
     "                 environment's GPUCACHE_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF or\n"
@@ -62,7 +62,24 @@ static void print_file(const char *path)
     fclose(file);
 }
 
-/* The pass-through counts and ignored keys of one report file. */
+/* True when the report's configuration says `key` came from the string. */
+static bool set_by_user(const struct data_value *keys, const struct data_value *key)
+{
+    for (size_t index = 0; keys && keys->kind == DATA_DICT && index + 1 < 2 * keys->sequence.count;
+         index += 2) {
+        const struct data_value *name = keys->sequence.items[index];
+        if (name->kind != DATA_STRING || name->text.length != key->text.length ||
+            memcmp(name->text.bytes, key->text.bytes, key->text.length) != 0)
+            continue;
+        const struct data_value *source = data_dict_get(keys->sequence.items[index + 1], "source");
+        return source && source->kind == DATA_STRING && source->text.length == 6 &&
+               memcmp(source->text.bytes, "string", 6) == 0;
+    }
+    return false;
+}
+
+/* The pass-through counts and the ignored keys the user set, of one report
+ * file. */
 static void print_report_notes(const char *path)
 {
     FILE *file = fopen(path, "r");
@@ -91,17 +108,23 @@ static void print_report_notes(const char *path)
         }
     }
     fprintf(stderr, total ? "\n" : " none\n");
+    /* Only the keys the user set: the ones accepted for PyTorch that never
+     * have an effect here would otherwise be listed on every run. */
     const struct data_value *configuration = data_dict_get(document.root, "configuration");
     const struct data_value *ignored = data_dict_get(configuration, "ignored");
-    if (ignored && ignored->kind == DATA_LIST && ignored->sequence.count) {
-        fprintf(stderr, "keys without effect in this build:");
-        for (size_t index = 0; index < ignored->sequence.count; index++) {
-            const struct data_value *key = ignored->sequence.items[index];
-            if (key->kind == DATA_STRING)
-                fprintf(stderr, " %.*s", (int)key->text.length, key->text.bytes);
-        }
-        fprintf(stderr, "\n");
+    const struct data_value *keys = data_dict_get(configuration, "keys");
+    bool listed = false;
+    for (size_t index = 0; ignored && ignored->kind == DATA_LIST && index < ignored->sequence.count;
+         index++) {
+        const struct data_value *key = ignored->sequence.items[index];
+        if (key->kind != DATA_STRING || !set_by_user(keys, key))
+            continue;
+        fprintf(stderr, "%s %.*s", listed ? "" : "keys you set that have no effect here:",
+                (int)key->text.length, key->text.bytes);
+        listed = true;
     }
+    if (listed)
+        fprintf(stderr, "\n");
     data_document_destroy(&document);
 }
 

@@ -80,6 +80,13 @@ def case_run(gpucache, program, work, **_):
             fail(f'gpucache run output lacks {expected!r}:\n{result.stderr}')
     if result.stderr.count('PyTorch CUDA memory summary') != 1:
         fail('one device, one table expected')
+    # Keys without effect are named only when the user set them.
+    if 'have no effect' in result.stderr:
+        fail(f'keys without effect listed though none was set:\n{result.stderr}')
+    pinned = run([gpucache, 'run', '--conf', 'pinned_use_background_threads:True', '--', program,
+                  'churn'])
+    if 'keys you set that have no effect here: pinned_use_background_threads\n' not in pinned.stderr:
+        fail(f'the key set without effect is not named alone:\n{pinned.stderr}')
     # The program's status is the command's.
     run([gpucache, 'run', '--', program, 'exit3'], expect=3)
     crashed = run([gpucache, 'run', '--', program, 'crash'], expect=128 + 11)
