@@ -271,6 +271,11 @@ def case_library_files(program, checker, library, gpucache, work, **_):
     device, = report['devices']
     if device['stats']['num_device_alloc'] < 1 or device['events']['recorded'] < 100:
         fail(f'report: {device}')
+    # Laid out for reading: two spaces a level, one statistic per line.
+    lines = open(reports[0]).read().splitlines()
+    if not any(line.startswith('        "num_device_alloc": ') for line in lines) or \
+            max(len(line) for line in lines) > 120:
+        fail(f'the report is not laid out one statistic per line: {lines[:8]}')
     if report['configuration']['keys']['trace']['source'] != 'string':
         fail('the configuration in the report is not the one given')
     if 'PyTorch CUDA memory summary, device ID 0' not in open(f'{work}/summary.txt').read():
