@@ -121,6 +121,26 @@ def example_4_trace():
                                                                                32 * MiB)
 
 
+def case_unmodelled(tool, workdir, _traces):
+    """Keys and options the replay cannot model are refused with one line."""
+    path = example_1_trace(True).write(os.path.join(workdir, "example1.csv"))
+    for configuration, key in (("report:/tmp/r.json", "report"), ("meminfo:raw", "meminfo"),
+                               ("expandable_segments:True,snapshot:/tmp/s.json", "snapshot")):
+        result = subprocess.run([tool, "replay", "--conf", configuration, path],
+                                capture_output=True, text=True)
+        check(result.returncode == 2 and result.stderr.count("\n") == 1 and
+              f"the replay cannot model {key} " in result.stderr,
+              f"--conf {configuration}: exit {result.returncode}, {result.stderr!r}")
+    result = subprocess.run([tool, "replay", "--device", "1", path], capture_output=True, text=True)
+    check(result.returncode == 2 and "holds the trace of one device" in result.stderr,
+          f"--device on a CSV trace: exit {result.returncode}, {result.stderr!r}")
+    # What the replay does model, reuse across streams included, runs.
+    result = subprocess.run([tool, "replay", "--conf", "reuse:conservative", path],
+                            capture_output=True, text=True)
+    check(result.returncode == 0, f"reuse:conservative: exit {result.returncode} {result.stderr}")
+    return 0
+
+
 def case_example_1(tool, workdir, _traces):
     small_first = example_1_trace(True).write(os.path.join(workdir, "small_first.csv"))
     large_first = example_1_trace(False).write(os.path.join(workdir, "large_first.csv"))
@@ -935,6 +955,7 @@ def case_shared_traces(tool, _workdir, traces):
 
 
 CASES = {
+    "unmodelled": case_unmodelled,
     "example-1": case_example_1,
     "expandable-examples": case_expandable_examples,
     "variable-shape": case_variable_shape,

@@ -172,6 +172,23 @@ static int parse_options(int argc, char **argv, struct options *options)
     return -1;
 }
 
+/* A key `config` sets that changes what the library does but not what the
+ * replay computes, or NULL: the library's output files (the replay has
+ * --snapshot and --json of its own) and what cudaMemGetInfo reports. Keys
+ * without effect in this build are accepted, as everywhere; reuse: is
+ * modelled (a trace with several streams shows it). */
+static const char *unmodelled_key(const struct gpucache_config *config)
+{
+    static const enum gpucache_config_key unmodelled[] = {
+        GPUCACHE_KEY_REPORT,   GPUCACHE_KEY_SUMMARY,  GPUCACHE_KEY_TRACE, GPUCACHE_KEY_TRACE_CSV,
+        GPUCACHE_KEY_SNAPSHOT, GPUCACHE_KEY_SNAPSHOT_SIGNAL, GPUCACHE_KEY_MEMINFO,
+    };
+    for (size_t index = 0; index < sizeof unmodelled / sizeof *unmodelled; index++)
+        if (config->key_from_string[unmodelled[index]])
+            return gpucache_config_key_name(unmodelled[index]);
+    return NULL;
+}
+
 /* Why the replay cannot run `config`, or NULL: both of these bypass the
  * caching allocator, and the replay has nothing else to simulate. */
 static const char *unsupported_reason(const struct gpucache_config *config)
@@ -191,6 +208,15 @@ static int parse_configurations(const struct options *options, struct gpucache_c
         struct gpucache_config_error error;
         if (gpucache_config_parse("--conf", text, &configs[index], &error) != 0) {
             fprintf(stderr, "%s\n", error.message);
+            return EXIT_USAGE;
+        }
+        const char *unmodelled = unmodelled_key(&configs[index]);
+        if (unmodelled) {
+            fprintf(stderr,
+                    "gpucache replay: --conf '%s': the replay cannot model %s (it replays the "
+                    "caching allocator's decisions: pools, splitting, rounding, expandable "
+                    "segments, reuse across streams, garbage collection, the memory fraction)\n",
+                    text, unmodelled);
             return EXIT_USAGE;
         }
         const char *unsupported = unsupported_reason(&configs[index]);
@@ -255,6 +281,14 @@ int command_replay(int argc, char **argv)
     struct replay_error error;
     if (!trace_load(options.trace_path, options.device, &trace, &error)) {
         fprintf(stderr, "gpucache replay: %s: %s\n", options.trace_path, error.message);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (options.device != SNAPSHOT_ANY_DEVICE && strcmp(trace.format, "PyTorch snapshot") != 0) {
+        fprintf(stderr,
+                "gpucache replay: --device %d: %s (%s) holds the trace of one device "
+                "(--device chooses among the devices of a PyTorch snapshot)\n",
+                options.device, options.trace_path, trace.format);
         status = EXIT_USAGE;
         goto done;
     }
