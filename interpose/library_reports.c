@@ -98,11 +98,53 @@ void library_reports_passthrough_free(int device, uint64_t address, size_t size,
     gpucache_event_log_record(log, GPUCACHE_EVENT_SEGMENT_FREE, device, address, size, stream);
 }
 
-/* The configuration string as the user wrote it (allocator_settings). */
-static const char *settings_text(const struct gpucache_config *config)
+/* True for the keys that name the library's output files: they say where
+ * reports go, not how memory is allocated. */
+static bool is_output_key(const char *entry, size_t length)
+{
+    static const char *const outputs[] = {"report", "summary", "trace", "trace_csv",
+                                           "snapshot", "snapshot_signal"};
+    const char *colon = memchr(entry, ':', length);
+    size_t key = colon ? (size_t)(colon - entry) : length;
+    while (key > 0 && entry[key - 1] == ' ')
+        key--;
+    while (key > 0 && *entry == ' ') {
+        entry++;
+        key--;
+    }
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++)
+        if (strlen(outputs[i]) == key && memcmp(outputs[i], entry, key) == 0)
+            return true;
+    return false;
+}
+
+/* The configuration string as the user wrote it, without the output-file
+ * keys (allocator_settings describes the allocator; `gpucache ab` adds
+ * its own report and snapshot paths there). Written into `out`. */
+static const char *settings_text(const struct gpucache_config *config, char *out, size_t size)
 {
     const char *text = config->source_variable ? getenv(config->source_variable) : NULL;
-    return text ? text : "";
+    size_t used = 0;
+    out[0] = '\0';
+    for (const char *entry = text; entry && *entry;) {
+        /* An entry ends at a ',' outside a [...] list. */
+        const char *end = entry;
+        int depth = 0;
+        while (*end && (*end != ',' || depth > 0)) {
+            depth += *end == '[' ? 1 : *end == ']' ? -1 : 0;
+            end++;
+        }
+        size_t length = (size_t)(end - entry);
+        if (length > 0 && !is_output_key(entry, length) && used + length + 2 < size) {
+            if (used > 0)
+                out[used++] = ',';
+            memcpy(out + used, entry, length);
+            used += length;
+            out[used] = '\0';
+        }
+        entry = *end ? end + 1 : end;
+    }
+    return out;
 }
 
 /* The snapshot path with `tag` ("-oom-1") before its extension. */
@@ -138,8 +180,9 @@ static void write_snapshot(const char *pattern)
     int fd = gpucache_report_open(pattern, (long)getpid(), false, "snapshot");
     if (fd < 0)
         return;
+    char settings[4096];
     struct gpucache_snapshot_source source = {allocators, device_count, existing_log(), config,
-                                              settings_text(config)};
+                                              settings_text(config, settings, sizeof settings)};
     if (!gpucache_snapshot_write_allocators(fd, gpucache_snapshot_encoding_for_path(pattern),
                                             &source))
         gpucache_log("the snapshot %s is incomplete (out of host memory or a write error)",

@@ -246,6 +246,12 @@ def case_ab_charts(gpucache, program, checker, work, **_):
     check_snapshots(checker, snapshots)
     if not all(s['is_expandable'] for s in json.load(open(snapshots[1]))['segments']):
         fail('the second snapshot is not the expandable configuration')
+    # allocator_settings holds the user's configuration, not the paths the
+    # command added for its own reports.
+    for path, expected in zip(snapshots, ['', 'expandable_segments:True']):
+        settings = json.load(open(path))['allocator_settings']['PYTORCH_CUDA_ALLOC_CONF']
+        if settings != expected:
+            fail(f'{path}: allocator_settings records {settings!r}, expected {expected!r}')
     # One configuration: the file itself, as a pickle when named so.
     pickled = f'{work}/one.pickle'
     run([gpucache, 'ab', '--snapshot', pickled, '--', program, 'churn'])
