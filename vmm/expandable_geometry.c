@@ -86,7 +86,8 @@ bool gpucache_expandable_fits(size_t reserve_size, size_t size)
     return size <= reserve_size;
 }
 
-/* PyTorch's format_size wording, so messages read like the ones users know. */
+/* PyTorch's format_size wording, so messages read like the ones users know,
+ * with TiB and PiB past 1024 GiB so an absurd request reads as one. */
 static void format_size(char *out, size_t capacity, size_t bytes)
 {
     if (bytes <= 1024)
@@ -95,8 +96,12 @@ static void format_size(char *out, size_t capacity, size_t bytes)
         snprintf(out, capacity, "%.2f KiB", (double)bytes / 1024.0);
     else if (bytes <= ((size_t)1 << 30))
         snprintf(out, capacity, "%.2f MiB", (double)bytes / 1048576.0);
-    else
+    else if (bytes <= ((size_t)1 << 40))
         snprintf(out, capacity, "%.2f GiB", (double)bytes / 1073741824.0);
+    else if (bytes <= ((size_t)1 << 50))
+        snprintf(out, capacity, "%.2f TiB", (double)bytes / 1099511627776.0);
+    else
+        snprintf(out, capacity, "%.2f PiB", (double)bytes / 1125899906842624.0);
 }
 
 size_t gpucache_expandable_too_large_message(char *out, size_t capacity, int device,
@@ -108,9 +113,9 @@ size_t gpucache_expandable_too_large_message(char *out, size_t capacity, int dev
     int length = snprintf(out, capacity,
                           "gpucache: device %d: a request of %s does not fit one expandable "
                           "segment, whose address reservation is %s; raise "
-                          "expandable_segments_reserve (a fraction of device memory or a size "
-                          "in bytes, at most 9/8 of device memory) or set "
-                          "expandable_segments:False",
-                          device, request_text, reserve_text);
+                          "expandable_segments_reserve (%s, at most 9/8 of device memory) or "
+                          "set expandable_segments:False",
+                          device, request_text, reserve_text,
+                          gpucache_config_key_expected(GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE));
     return length < 0 ? 0 : (size_t)length;
 }

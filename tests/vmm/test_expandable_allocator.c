@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpucache_expandable_segment.h"
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
 #include "gpucache_allocator_testing.h"
@@ -309,8 +310,18 @@ Test(vmm_allocator, request_larger_than_the_reservation_names_the_key,
     cr_assert_not_null(fgets(line, sizeof line, captured));
     cr_expect(strstr(line, "expandable_segments_reserve") != NULL, "%s", line);
     cr_expect(strstr(line, "200.00 MiB") != NULL, "%s", line);
+    /* The advice uses the syntax the documentation gives for the key. */
+    cr_expect(strstr(line, "expandable_segments_reserve (a fraction of device memory in (0,1] "
+                           "such as 0.5, or GiB such as 40G, at most 9/8 of device memory)") != NULL,
+              "%s", line);
     cr_expect_eq(gpucache_allocator_malloc(allocator, 100 * MiB, 0, &address), GPUCACHE_SUCCESS,
                  "a request of the whole reservation fits");
+    /* An absurd request reads in a unit that fits it. */
+    char message[512];
+    gpucache_expandable_too_large_message(message, sizeof message, 0, (size_t)3 << 50,
+                                          (size_t)90 << 40);
+    cr_expect(strstr(message, "a request of 3.00 PiB") != NULL, "%s", message);
+    cr_expect(strstr(message, "reservation is 90.00 TiB") != NULL, "%s", message);
 }
 
 Test(vmm_allocator, max_split_size_neither_asserts_nor_grows)
