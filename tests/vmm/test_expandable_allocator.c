@@ -17,11 +17,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpucache_expandable_segment.h"
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
 #include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
+#include "gpucache_expandable_segment.h"
 
 #define MiB ((size_t)1 << 20)
 
