@@ -292,6 +292,21 @@ def case_library_files(program, checker, library, gpucache, work, **_):
     replayed = run([gpucache, 'replay', '--json', f'{work}/trace.csv'])
     if not json.loads(replayed.stdout)['configurations'][0]['completed']:
         fail('the CSV trace does not replay')
+    # The library's own trace replays too, exactly as its CSV twin does.
+    compact = json.loads(run([gpucache, 'replay', '--json', f'{work}/trace.txt']).stdout)
+    csv = json.loads(replayed.stdout)
+    if compact['format'] != 'gpucache trace' or compact['events'] != csv['events']:
+        fail(f"the trace: file replays as {compact['format']} with {compact['events']} events, "
+             f"its CSV with {csv['events']}")
+    def figures(report):
+        """The figures without the timings, which differ from run to run."""
+        def untimed(value):
+            if isinstance(value, dict):
+                return {key: untimed(item) for key, item in value.items() if 'seconds' not in key}
+            return value
+        return [untimed(entry) for entry in report['configurations']]
+    if figures(compact) != figures(csv):
+        fail('the trace: file and its CSV twin replay to different figures')
 
 
 def case_library_devices(program, checker, library, work, **_):

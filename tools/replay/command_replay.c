@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "column_runner.h"
+#include "compact_trace.h"
 #include "gpucache_config.h"
 #include "gpucache_report.h"
 #include "replay_report.h"
@@ -30,8 +31,8 @@ static const char usage[] =
     "once per configuration, with no GPU, and prints the results side by side.\n"
     "\n"
     "  TRACE                 an RMM replay log (CSV: Thread,Time,Action,Pointer,Size,Stream)\n"
-    "                        or a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot,\n"
-    "                        pickled or as JSON)\n"
+    "                        a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot,\n"
+    "                        pickled or as JSON), or the library's own trace (trace:)\n"
     "  --conf STRING         a configuration in PYTORCH_ALLOC_CONF syntax, such as\n"
     "                        expandable_segments:True; repeat it for more columns\n"
     "                        (default: one run with the default configuration)\n"
@@ -279,12 +280,17 @@ int command_replay(int argc, char **argv)
         goto done;
     }
     struct replay_error error;
-    if (!trace_load(options.trace_path, options.device, &trace, &error)) {
+    bool loaded = compact_trace_file(options.trace_path)
+                      ? compact_trace_load(options.trace_path,
+                                           options.device == SNAPSHOT_ANY_DEVICE ? -1 : options.device,
+                                           &trace, &error)
+                      : trace_load(options.trace_path, options.device, &trace, &error);
+    if (!loaded) {
         fprintf(stderr, "gpucache replay: %s: %s\n", options.trace_path, error.message);
         status = EXIT_USAGE;
         goto done;
     }
-    if (options.device != SNAPSHOT_ANY_DEVICE && strcmp(trace.format, "PyTorch snapshot") != 0) {
+    if (options.device != SNAPSHOT_ANY_DEVICE && strcmp(trace.format, "RMM replay CSV") == 0) {
         fprintf(stderr,
                 "gpucache replay: --device %d: %s (%s) holds the trace of one device "
                 "(--device chooses among the devices of a PyTorch snapshot)\n",
