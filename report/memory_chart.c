@@ -65,7 +65,13 @@ const char *gpucache_format_bytes(uint64_t bytes, char *buffer, size_t size)
     return buffer;
 }
 
-enum { WIDTH = 1000, HEIGHT = 560, LEFT = 100, RIGHT = 260, TOP = 56, BOTTOM = 70 };
+/* The plot's frame; the legend goes below it, as tall as it needs, so no
+ * label is ever cut. */
+enum { WIDTH = 1000, HEIGHT = 560, LEFT = 100, RIGHT = 40, TOP = 56, BOTTOM = 70 };
+/* Legend text: characters per line (12px sans-serif averages well under
+ * 8px a character, so a line of this many fits the picture's width), and
+ * the distance between lines. */
+enum { LEGEND_CHARACTERS = 110, LEGEND_LINE = 18 };
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                       "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
@@ -225,32 +231,83 @@ static void write_stop(struct report_output *output, const struct axes *axes,
     report_output_string(output, "</title></path>\n");
 }
 
+/* The next piece of `text` from `*start` that fits `width` characters,
+ * broken after a ',' or a space when it must be; returns its length and
+ * moves `*start` past it. */
+static size_t next_piece(const char **start, size_t width)
+{
+    const char *text = *start;
+    size_t length = strlen(text);
+    if (length <= width) {
+        *start = text + length;
+        return length;
+    }
+    size_t cut = width;
+    while (cut > width / 2 && text[cut - 1] != ',' && text[cut - 1] != ' ')
+        cut--;
+    if (cut <= width / 2)
+        cut = width;
+    *start = text + cut;
+    return cut;
+}
+
+/* Lines the legend needs for `series`: the label, wrapped, then its peaks. */
+static unsigned legend_entry_lines(const struct gpucache_memory_series *series)
+{
+    unsigned lines = 0;
+    const char *cursor = series->label;
+    do {
+        next_piece(&cursor, LEGEND_CHARACTERS - 4);
+        lines++;
+    } while (*cursor);
+    return lines + 1;
+}
+
+static unsigned legend_height(const struct gpucache_memory_series *series, size_t series_count)
+{
+    unsigned lines = 1;
+    for (size_t index = 0; index < series_count; index++)
+        lines += legend_entry_lines(&series[index]);
+    return lines * LEGEND_LINE + (unsigned)series_count * 6 + 16;
+}
+
 static void write_legend(struct report_output *output,
                          const struct gpucache_memory_series *series, size_t series_count,
                          const uint64_t *peaks_allocated, const uint64_t *peaks_reserved)
 {
-    int x = WIDTH - RIGHT + 16, y = TOP + 4;
+    int x = LEFT, y = HEIGHT + 4;
     report_output_format(output,
                          "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">solid: reserved, dashed: "
                          "allocated</text>\n",
                          x, y);
     for (size_t index = 0; index < series_count; index++) {
         const char *colour = palette[index % (sizeof palette / sizeof *palette)];
-        y += 40;
+        y += LEGEND_LINE + 6;
         report_output_format(output,
                              "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
-                             "stroke-width=\"3\"/><text x=\"%d\" y=\"%d\">",
-                             x, y - 4, x + 20, y - 4, colour, x + 26, y);
-        /* Long configuration strings are cut to stay inside the picture. */
-        char label[40];
-        size_t length = strlen(series[index].label);
-        snprintf(label, sizeof label, length > 36 ? "%.33s..." : "%s", series[index].label);
-        write_escaped(output, label);
+                             "stroke-width=\"3\"/>\n",
+                             x, y - 4, x + 20, y - 4, colour);
+        /* The whole configuration string, wrapped: a label is never cut. */
+        const char *cursor = series[index].label;
+        bool first = true;
+        do {
+            const char *piece = cursor;
+            size_t length = next_piece(&cursor, LEGEND_CHARACTERS - 4);
+            if (!first)
+                y += LEGEND_LINE;
+            first = false;
+            char text[LEGEND_CHARACTERS + 1];
+            snprintf(text, sizeof text, "%.*s", (int)length, piece);
+            report_output_format(output, "<text x=\"%d\" y=\"%d\">", x + 26, y);
+            write_escaped(output, text);
+            report_output_string(output, "</text>\n");
+        } while (*cursor);
         char allocated[64], reserved[64];
+        y += LEGEND_LINE;
         report_output_format(output,
-                             "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"11\">peak %s "
+                             "<text x=\"%d\" y=\"%d\" font-size=\"11\">peak %s "
                              "allocated, %s reserved</text>\n",
-                             x + 26, y + 15,
+                             x + 26, y,
                              gpucache_format_bytes(peaks_allocated[index], allocated,
                                                    sizeof allocated),
                              gpucache_format_bytes(peaks_reserved[index], reserved,
@@ -298,13 +355,14 @@ bool gpucache_svg_write(int fd, const char *title, const char *time_label,
     /* Headroom so the highest curve does not sit on the frame. */
     axes.bytes_max *= 1.05;
 
+    int height = HEIGHT + (int)legend_height(series, series_count);
     report_output_format(&output,
                          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                          "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
                          "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
                          "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">",
-                         WIDTH, HEIGHT, WIDTH, HEIGHT, LEFT);
+                         WIDTH, height, WIDTH, height, LEFT);
     write_escaped(&output, title);
     report_output_string(&output, "</text>\n");
     write_axes(&output, &axes, time_label);

@@ -3,7 +3,8 @@
 # missing, so a second run costs nothing.
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
-          libcriterion-dev libbsd-dev libxml2-utils python3 libzstd-dev liblz4-dev)
+          libcriterion-dev libbsd-dev libxml2-utils python3 libzstd-dev liblz4-dev
+          librsvg2-bin)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \

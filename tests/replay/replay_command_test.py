@@ -518,6 +518,17 @@ def case_svg(tool, workdir, _traces):
     check(reserved[-1] == min(reserved) < min(allocated), "reserved must end at its peak")
     check(max(allocated) > allocated[len(allocated) // 2 - 1], "allocated must fall to 0")
     check(not list(root.iter(namespace + "path")), "no failure mark when all completed")
+    # Rendered, nothing falls outside the picture, however long a label.
+    long_label = ("expandable_segments:True,garbage_collection_threshold:0.6,"
+                  "max_split_size_mb:256,roundup_power2_divisions:[256:1,512:2,>:8],"
+                  "expandable_segments_size_class_mb:0")
+    wide = os.path.join(workdir, "wide.svg")
+    result = run(tool, "--svg", wide, "--conf", "", "--conf", long_label, path)
+    check(result.returncode == 0, f"exit {result.returncode}: {result.stderr}")
+    fits = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "report",
+                                                        "check_svg_fits.py"), wide],
+                          capture_output=True, text=True)
+    check(fits.returncode == 0, f"the chart does not fit: {fits.stdout}{fits.stderr}")
     stopped = os.path.join(workdir, "stopped.svg")
     result = run(tool, "--svg", stopped, "--device-memory", "100MiB", path)
     marks = [mark.find(namespace + "title").text

@@ -242,6 +242,11 @@ def case_ab_charts(gpucache, program, checker, work, **_):
             fail(f'chart lacks {label!r}')
     if text.count('<polyline') != 6:
         fail(f'{text.count("<polyline")} curves for three configurations')
+    # Rendered, the legend and labels stay inside the picture.
+    fits = run([sys.executable, os.path.join(os.path.dirname(__file__), 'check_svg_fits.py'), svg],
+               expect=None)
+    if fits.returncode != 0:
+        fail(f'the chart does not fit: {fits.stdout}{fits.stderr}')
     snapshots = [f'{work}/snapshot-1.json', f'{work}/snapshot-2.json']
     check_snapshots(checker, snapshots)
     if not all(s['is_expandable'] for s in json.load(open(snapshots[1]))['segments']):
