@@ -318,6 +318,41 @@ struct stream_state *stream_state_find(struct gpucache_allocator *allocator,
                                        gpucache_stream stream, bool create);
 uint64_t stream_state_cleared_tick(const struct gpucache_allocator *allocator,
                                    const struct stream_state *state);
+/* The one answer to "may a stream other than the one it is keyed to take
+ * the free block `block` now" (DESIGN.md, Reuse safety: "once cleared"):
+ * yes when no GPU work can still use it (free_tick 0), or when its stream's
+ * fences or a synchronize have reached its free_tick. `state` is the state
+ * of block->stream; without one (its creation failed for lack of host
+ * memory) nothing proves the stream's work done, so the answer is no.
+ * Every decision to hand a free block to a stream, or to merge blocks of
+ * different streams, asks these three. Inline: a free asks block_reusable_by
+ * for both neighbours. */
+static inline bool block_cleared_in(const struct gpucache_allocator *allocator,
+                                    const struct stream_state *state, const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    return state != NULL && block->free_tick <= stream_state_cleared_tick(allocator, state);
+}
+/* block_cleared_in with the state of the block's stream looked up. */
+static inline bool block_cleared(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    return block_cleared_in(allocator,
+                            stream_state_find((struct gpucache_allocator *)allocator,
+                                              block->stream, false),
+                            block);
+}
+/* Whether `stream` may take the free block `block` now: at once on the
+ * stream it is keyed to (its frees there were ordered before the stream's
+ * later work), otherwise once it is cleared. */
+static inline bool block_reusable_by(const struct gpucache_allocator *allocator,
+                                     const struct block *block, gpucache_stream stream)
+{
+    return block->stream == stream || block_cleared(allocator, block);
+}
 /* Adds a freed block to `state`'s open epoch; closes it when it is full. */
 void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
                        struct block *block);

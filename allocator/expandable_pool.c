@@ -186,12 +186,8 @@ static bool destroy_segment(struct gpucache_allocator *allocator, struct segment
 static bool free_for_stream(struct gpucache_allocator *allocator, const struct block *block,
                             gpucache_stream stream)
 {
-    if (block == NULL || block->state != BLOCK_FREE)
-        return false;
-    if (block->stream == stream || block->free_tick == 0)
-        return true;
-    struct stream_state *state = stream_state_find(allocator, block->stream, false);
-    return state != NULL && block->free_tick <= stream_state_cleared_tick(allocator, state);
+    return block != NULL && block->state == BLOCK_FREE &&
+           block_reusable_by(allocator, block, stream);
 }
 
 static bool usable_for_growth(struct gpucache_allocator *allocator, const struct block *block,
@@ -664,23 +660,13 @@ struct block *expandable_pool_choose_free_block(const struct gpucache_allocator 
     return other_class ? prefer_fixed_blocks(allocator, found, size) : NULL;
 }
 
-/* Whether work on the stream of a free block may still use it (it was
- * freed stream-ordered and no fence since says that work is done). */
-static bool may_be_in_use(struct gpucache_allocator *allocator, const struct block *block)
-{
-    if (block->free_tick == 0)
-        return false;
-    struct stream_state *state = stream_state_find(allocator, block->stream, false);
-    return state == NULL || block->free_tick > stream_state_cleared_tick(allocator, state);
-}
-
 /* The first free expandable block whose stream may still be using it. */
 static struct block *first_busy_free_block(struct gpucache_allocator *allocator)
 {
     for (int pool = 0; pool < POOL_COUNT; pool++) {
         struct block *block;
         RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            if (in_expandable_segment(block) && may_be_in_use(allocator, block))
+            if (in_expandable_segment(block) && !block_cleared(allocator, block))
                 return block;
     }
     return NULL;
@@ -752,7 +738,7 @@ static bool collectable_when_idle(const struct block *block)
 /* Collection never waits for a stream. */
 static bool collectable(struct gpucache_allocator *allocator, const struct block *block)
 {
-    return collectable_when_idle(block) && !may_be_in_use(allocator, block);
+    return collectable_when_idle(block) && block_cleared(allocator, block);
 }
 
 /* Collection never waits, but free blocks whose stream may still use them
@@ -767,7 +753,7 @@ static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
     struct block *block;
     RB_FOREACH(block, free_tree, &allocator->pools[POOL_LARGE].free_blocks) {
         if (block->stream == STREAM_RETIRED || !collectable_when_idle(block) ||
-            !may_be_in_use(allocator, block))
+            block_cleared(allocator, block))
             continue;
         struct stream_state *state = stream_state_find(allocator, block->stream, true);
         if (state != NULL && state->oldest == NULL && state->fenced_tick < block->free_tick)
