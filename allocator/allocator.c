@@ -65,15 +65,6 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
         teardown(allocator, false);
 }
 
-/* Runs on every hit and free: a plain segment's block is split when it has
- * any neighbour, which spares the hot path a call into another file. */
-static bool block_is_split(const struct block *block)
-{
-    if (block->segment->kind == SEGMENT_PLAIN)
-        return block->prev != NULL || block->next != NULL;
-    return expandable_pool_block_is_split(block);
-}
-
 static void change_inactive_split(struct gpucache_allocator *allocator, const struct block *block,
                                   int64_t blocks, int64_t bytes)
 {
