@@ -65,32 +65,11 @@ void gpucache_allocator_abandon(struct gpucache_allocator *allocator)
         teardown(allocator, false);
 }
 
-/* Runs on every hit and free: a plain segment's block is split when it has
- * any neighbour, which spares the hot path a call into another file. */
-static bool block_is_split(const struct block *block)
-{
-    if (block->segment->kind == SEGMENT_PLAIN)
-        return block->prev != NULL || block->next != NULL;
-    return expandable_pool_block_is_split(block);
-}
-
 static void change_inactive_split(struct gpucache_allocator *allocator, const struct block *block,
                                   int64_t blocks, int64_t bytes)
 {
     stat_array_change(allocator->stats.inactive_split, block->pool, blocks);
     stat_array_change(allocator->stats.inactive_split_bytes, block->pool, bytes);
-}
-
-static bool cleared_for_everyone(const struct gpucache_allocator *allocator,
-                                 const struct block *block)
-{
-    if (block->free_tick == 0)
-        return true;
-    struct stream_state *state =
-        stream_state_find((struct gpucache_allocator *)allocator, block->stream, false);
-    uint64_t cleared = state != NULL ? stream_state_cleared_tick(allocator, state)
-                                     : allocator->all_completed_tick;
-    return block->free_tick <= cleared;
 }
 
 /* Whether the free neighbour may join a block being freed: it must be free,
@@ -100,7 +79,7 @@ static bool can_merge(const struct gpucache_allocator *allocator, const struct b
 {
     if (neighbour == NULL || neighbour->state != BLOCK_FREE || neighbour->mapped != block->mapped)
         return false;
-    return neighbour->stream == block->stream || cleared_for_everyone(allocator, neighbour);
+    return block_reusable_by(allocator, neighbour, block->stream);
 }
 
 /* Takes `gone`, an address neighbour of `survivor`, out of the segment's
@@ -230,8 +209,7 @@ static bool coalesce_with_next(struct gpucache_allocator *allocator, struct bloc
     if (next == NULL || next->state != BLOCK_FREE || next->mapped != block->mapped)
         return false;
     bool same_stream = next->stream == block->stream;
-    if (!same_stream &&
-        !(cleared_for_everyone(allocator, block) && cleared_for_everyone(allocator, next)))
+    if (!same_stream && !(block_cleared(allocator, block) && block_cleared(allocator, next)))
         return false;
     int64_t bytes_before = (int64_t)(block->size + next->size);
     free_pool_remove(allocator, block);

@@ -183,7 +183,7 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
                             (unsigned long long)block->address, pool);
             if (!visit_block(allocator, block, recount, why, why_size))
                 return false;
-            if (expandable_pool_block_is_split(block)) {
+            if (block_is_split(block)) {
                 recount->inactive_split[pool]++;
                 recount->inactive_split_bytes[pool] += (int64_t)block->size;
             }

@@ -71,6 +71,20 @@ struct block {
 };
 _Static_assert(sizeof(struct block) <= 128, "block metadata must stay within 128 bytes");
 
+/* Whether a free block counts in the inactive_split statistics. A plain
+ * block does when it has a neighbour; in an expandable segment unmapped
+ * neighbours do not count (they are not memory), so the statistic still
+ * measures free bytes stranded between live blocks. The plain test is
+ * inline (it runs on every hit and free), the expandable one out of line:
+ * inlined, it made the hit path's code longer. */
+bool expandable_block_is_split(const struct block *block); /* expandable_lifecycle.c */
+static inline bool block_is_split(const struct block *block)
+{
+    if (block->segment->kind == SEGMENT_PLAIN)
+        return block->prev != NULL || block->next != NULL;
+    return expandable_block_is_split(block);
+}
+
 RB_HEAD(free_tree, block);
 RB_PROTOTYPE(free_tree, block, tree_link, free_tree_compare)
 RB_HEAD(segment_tree, segment);
@@ -162,7 +176,7 @@ struct gpucache_allocator {
     bool capacity_error_reported;
 
     /* Devices that enabled peer access to this one: expandable segments
-     * grant them access to every page they map (expandable_pool.c). */
+     * grant them access to every page they map (expandable_growth.c). */
     int peers[GPUCACHE_ALLOCATOR_MAX_PEERS];
     size_t peer_count;
 
@@ -247,20 +261,12 @@ static inline void stat_array_change(struct gpucache_stat array[GPUCACHE_STAT_TY
     stat_change(&array[stat_type_of(pool)], delta);
 }
 
-/* Timed driver calls: every call goes through DRIVER_CALL so that
- * driver_nanoseconds is honest. */
+/* The driver-call timer: every driver call, made directly or through vmm/,
+ * is timed by it so that driver_nanoseconds is honest. One pair of clock
+ * readings may cover a run of cheap calls (a capture check, then fence
+ * queries or a fence record): the readings cost more than such calls, and
+ * the epoch bookkeeping makes them on the hot path. */
 int64_t monotonic_nanoseconds(void);
-#define DRIVER_CALL(allocator, result, operation, ...)                                  \
-    do {                                                                                \
-        int64_t driver_call_start_ = monotonic_nanoseconds();                           \
-        (result) = (allocator)->driver->operation((allocator)->driver->context,         \
-                                                  __VA_ARGS__);                         \
-        (allocator)->stats.driver_nanoseconds += monotonic_nanoseconds() - driver_call_start_; \
-    } while (0)
-void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence);
-/* One pair of clock readings for a run of cheap driver calls (a capture
- * check, then fence queries or a fence record): the readings cost more than
- * such calls, and the epoch bookkeeping makes them on the hot path. */
 static inline int64_t driver_timer_start(void)
 {
     return monotonic_nanoseconds();
@@ -269,6 +275,18 @@ static inline void driver_timer_stop(struct gpucache_allocator *allocator, int64
 {
     allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
 }
+/* Runs `statement` (one driver or vmm/ call, with its assignment) timed. */
+#define DRIVER_TIMED(allocator, statement)                                              \
+    do {                                                                                \
+        int64_t driver_timer_ = driver_timer_start();                                   \
+        statement;                                                                      \
+        driver_timer_stop((allocator), driver_timer_);                                  \
+    } while (0)
+/* `result` = the driver interface's `operation`(context, ...), timed. */
+#define DRIVER_CALL(allocator, result, operation, ...)                                  \
+    DRIVER_TIMED(allocator, (result) = (allocator)->driver->operation(                  \
+                                (allocator)->driver->context, __VA_ARGS__))
+void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence);
 bool driver_capture_active(struct gpucache_allocator *allocator);
 /* A fence after the work issued so far that may touch blocks of `stream`:
  * that stream's, or every stream's for GPUCACHE_STREAM_SYNCHRONOUS. Untimed:
@@ -318,6 +336,41 @@ struct stream_state *stream_state_find(struct gpucache_allocator *allocator,
                                        gpucache_stream stream, bool create);
 uint64_t stream_state_cleared_tick(const struct gpucache_allocator *allocator,
                                    const struct stream_state *state);
+/* The one answer to "may a stream other than the one it is keyed to take
+ * the free block `block` now" (DESIGN.md, Reuse safety: "once cleared"):
+ * yes when no GPU work can still use it (free_tick 0), or when its stream's
+ * fences or a synchronize have reached its free_tick. `state` is the state
+ * of block->stream; without one (its creation failed for lack of host
+ * memory) nothing proves the stream's work done, so the answer is no.
+ * Every decision to hand a free block to a stream, or to merge blocks of
+ * different streams, asks these three. Inline: a free asks block_reusable_by
+ * for both neighbours. */
+static inline bool block_cleared_in(const struct gpucache_allocator *allocator,
+                                    const struct stream_state *state, const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    return state != NULL && block->free_tick <= stream_state_cleared_tick(allocator, state);
+}
+/* block_cleared_in with the state of the block's stream looked up. */
+static inline bool block_cleared(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    if (block->free_tick == 0)
+        return true;
+    return block_cleared_in(allocator,
+                            stream_state_find((struct gpucache_allocator *)allocator,
+                                              block->stream, false),
+                            block);
+}
+/* Whether `stream` may take the free block `block` now: at once on the
+ * stream it is keyed to (its frees there were ordered before the stream's
+ * later work), otherwise once it is cleared. */
+static inline bool block_reusable_by(const struct gpucache_allocator *allocator,
+                                     const struct block *block, gpucache_stream stream)
+{
+    return block->stream == stream || block_cleared(allocator, block);
+}
 /* Adds a freed block to `state`'s open epoch; closes it when it is full. */
 void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
                        struct block *block);

@@ -1,5 +1,6 @@
-/* Timing of driver calls: the clock, and the calls that return no result
- * (so DRIVER_CALL cannot wrap them). */
+/* Timing of driver calls: the clock behind the driver-call timer
+ * (allocator_internal.h), and the driver calls that take more than one
+ * line. */
 #include <time.h>
 
 #include "allocator_internal.h"
@@ -13,16 +14,13 @@ int64_t monotonic_nanoseconds(void)
 
 void driver_fence_release(struct gpucache_allocator *allocator, struct gpucache_fence *fence)
 {
-    int64_t start = monotonic_nanoseconds();
-    allocator->driver->fence_release(allocator->driver->context, fence);
-    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
+    DRIVER_TIMED(allocator, allocator->driver->fence_release(allocator->driver->context, fence));
 }
 
 bool driver_capture_active(struct gpucache_allocator *allocator)
 {
-    int64_t start = monotonic_nanoseconds();
-    bool active = allocator->driver->capture_active(allocator->driver->context, allocator->device);
-    allocator->stats.driver_nanoseconds += monotonic_nanoseconds() - start;
+    bool active;
+    DRIVER_CALL(allocator, active, capture_active, allocator->device);
     return active;
 }
 

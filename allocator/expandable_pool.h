@@ -58,12 +58,6 @@ void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
 void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
                                   struct segment *segment, bool context_alive);
 
-/* Whether a free block counts in the inactive_split statistics. A plain
- * block does when it has a neighbour; in an expandable segment unmapped
- * neighbours do not count (they are not memory), so the statistic still
- * measures free bytes stranded between live blocks. */
-bool expandable_pool_block_is_split(const struct block *block);
-
 /* For gpucache_allocator_check: the unmapped blocks of a segment in
  * address order (none for a plain segment). */
 struct block *expandable_pool_first_unmapped(const struct segment *segment);

@@ -159,14 +159,13 @@ struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
         const struct stream_state *state = allocator->streams[i];
         if (state->stream == stream)
             continue;
-        uint64_t cleared = stream_state_cleared_tick(allocator, state);
         struct block *candidate = lower_bound(pool, state->stream, size);
         for (int steps = 0; candidate != NULL && candidate->stream == state->stream &&
                             steps < CROSS_STREAM_SCAN_LIMIT;
              steps++, candidate = RB_NEXT(free_tree, &pool->free_blocks, candidate)) {
             if (best != NULL && candidate->size > best->size)
                 break;
-            if (candidate->free_tick > cleared)
+            if (!block_cleared_in(allocator, state, candidate))
                 continue;
             /* An expandable segment grows for its own stream only, as in
              * PyTorch: another stream's block inside it would, once freed and

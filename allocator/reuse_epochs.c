@@ -328,7 +328,7 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
             state->oldest != NULL || state->fenced_tick == allocator->tick)
             continue;
         struct block *fitting = free_pool_lower_bound(allocator, pool, state->stream, size);
-        if (fitting != NULL && fitting->free_tick > stream_state_cleared_tick(allocator, state))
+        if (fitting != NULL && !block_cleared_in(allocator, state, fitting))
             epoch_close(allocator, state);
     }
 }

@@ -172,7 +172,7 @@ static gpucache_result grant_access(struct gpucache_expandable_segment *segment,
  * its leftover mapping first (if a rollback could not remove it), then the
  * handle itself. */
 static gpucache_result retire_handle(struct gpucache_expandable_segment *segment, size_t first,
-                                     size_t *released)
+                                     struct gpucache_expandable_change *change)
 {
     const struct gpucache_driver *driver = segment->driver;
     size_t pages = segment->handle_pages[first];
@@ -194,8 +194,8 @@ static gpucache_result retire_handle(struct gpucache_expandable_segment *segment
     segment->stats.unreleased_handles--;
     segment->stats.handles--;
     segment->stats.handles_released++;
-    if (released != NULL)
-        *released += pages * segment->page_size;
+    change->handles_released++;
+    change->released_bytes += pages * segment->page_size;
     return GPUCACHE_SUCCESS;
 }
 
@@ -220,7 +220,8 @@ static void keep_failed_handle(struct gpucache_expandable_segment *segment, size
  * [first, stop) is released now: new handles cannot be mapped over it, and
  * one reaching outside the range could not be mapped again as a whole. */
 static gpucache_result release_stale_handles(struct gpucache_expandable_segment *segment,
-                                             size_t first, size_t stop)
+                                             size_t first, size_t stop,
+                                             struct gpucache_expandable_change *change)
 {
     if (segment->stats.unreleased_handles == 0)
         return GPUCACHE_SUCCESS;
@@ -232,7 +233,7 @@ static gpucache_result release_stale_handles(struct gpucache_expandable_segment 
         }
         size_t start = handle_first_page(segment, page);
         size_t pages = segment->handle_pages[start];
-        gpucache_result result = retire_handle(segment, start, NULL);
+        gpucache_result result = retire_handle(segment, start, change);
         if (result != GPUCACHE_SUCCESS)
             return result;
         page = start + pages;
@@ -292,10 +293,12 @@ static void roll_back_runs(struct gpucache_expandable_segment *segment, size_t f
 
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
                                                 size_t offset, size_t length,
-                                                size_t *newly_mapped)
+                                                struct gpucache_expandable_change *change)
 {
-    if (newly_mapped != NULL)
-        *newly_mapped = 0;
+    struct gpucache_expandable_change ignored;
+    if (change == NULL)
+        change = &ignored;
+    *change = (struct gpucache_expandable_change){0};
     if (!range_valid(segment, offset, length))
         return GPUCACHE_ERROR_INVALID_VALUE;
     if (length == 0)
@@ -304,7 +307,7 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
     page_range(segment, offset, length, &first, &stop);
     if (!track_pages(segment, stop))
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
-    gpucache_result result = release_stale_handles(segment, first, stop);
+    gpucache_result result = release_stale_handles(segment, first, stop, change);
     if (result != GPUCACHE_SUCCESS)
         return result;
 
@@ -344,6 +347,7 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         return result;
     }
     size_t mapped_now = 0;
+    size_t handles_now = 0;
     for (size_t page = first_new; page < stop_new;) {
         if (page_mapped(segment, page)) {
             page++;
@@ -354,6 +358,7 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         bit_nset(segment->held, page, page + pages - 1);
         bit_set(segment->handle_start, page);
         segment->stats.handles++;
+        handles_now++;
         mapped_now += pages;
         page += pages;
     }
@@ -363,8 +368,8 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
     if (stats->mapped_bytes > stats->peak_mapped_bytes)
         stats->peak_mapped_bytes = stats->mapped_bytes;
     stats->map_operations++;
-    if (newly_mapped != NULL)
-        *newly_mapped = mapped_now * segment->page_size;
+    change->mapped_bytes = mapped_now * segment->page_size;
+    change->handles_created = handles_now;
     return GPUCACHE_SUCCESS;
 }
 
@@ -398,10 +403,12 @@ static void whole_handle_pages(const struct gpucache_expandable_segment *segment
 
 gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_segment *segment,
                                                   size_t offset, size_t length,
-                                                  size_t *released)
+                                                  struct gpucache_expandable_change *change)
 {
-    if (released != NULL)
-        *released = 0;
+    struct gpucache_expandable_change ignored;
+    if (change == NULL)
+        change = &ignored;
+    *change = (struct gpucache_expandable_change){0};
     if (!range_valid(segment, offset, length))
         return GPUCACHE_ERROR_INVALID_VALUE;
     size_t first, stop;
@@ -425,7 +432,7 @@ gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_seg
             stats->unreleased_handles++;
             unmapped_any = true;
         }
-        result = retire_handle(segment, page, released);
+        result = retire_handle(segment, page, change);
         if (result != GPUCACHE_SUCCESS)
             break;
         page += pages;

@@ -44,6 +44,18 @@ struct gpucache_expandable_segment_stats {
     uint64_t driver_set_access;
 };
 
+/* What one ..._map or ..._unmap call did to the driver's memory, filled in
+ * also when the call fails part way, so that the caller counts driver
+ * allocations and frees without diffing the statistics around the call. */
+struct gpucache_expandable_change {
+    size_t mapped_bytes;     /* map: bytes newly mapped (0 unless it succeeded) */
+    size_t handles_created;  /* map: handles created and mapped (0 unless it succeeded) */
+    /* Handles given back to the driver and their bytes: by an unmap, and by
+     * a map that first releases handles a refused release left behind. */
+    size_t handles_released;
+    size_t released_bytes;
+};
+
 /* Fields are read-only outside vmm/. Per page it keeps four bits (mapped,
  * held by a handle, first page of a handle, mapping left by a failed
  * rollback) and, up to the highest page
@@ -126,18 +138,19 @@ void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *seg
  * all those pages end up mapped, or (on a failure) every handle this call
  * created is released again and the segment is as before. A handle left
  * unmapped by a refused release and overlapping the range is released
- * first. *newly_mapped (may be NULL) gets the bytes mapped. */
+ * first. *change (may be NULL) gets the bytes mapped and the handles
+ * created and released. */
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
                                                 size_t offset, size_t length,
-                                                size_t *newly_mapped);
+                                                struct gpucache_expandable_change *change);
 
 /* Unmaps and releases the handles lying wholly inside [offset, offset +
  * length), in address order, stopping at the first failure; a handle
- * reaching outside the range stays. *released (may be NULL) gets the bytes
- * whose physical memory went back to the driver. */
+ * reaching outside the range stays. *change (may be NULL) gets the handles
+ * released and the bytes whose physical memory went back to the driver. */
 gpucache_result gpucache_expandable_segment_unmap(struct gpucache_expandable_segment *segment,
                                                   size_t offset, size_t length,
-                                                  size_t *released);
+                                                  struct gpucache_expandable_change *change);
 
 /* Whether page `page_index` is mapped (false beyond the reservation). */
 bool gpucache_expandable_segment_page_mapped(const struct gpucache_expandable_segment *segment,

@@ -109,7 +109,7 @@ static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls
         uint64_t injected = fixture_driver.injected_failures;
         uint64_t creates = fixture_driver.calls[VMM_TEST_PAGE_CREATE];
         vmm_test_driver_fail_call(&fixture_driver, operation, nth, GPUCACHE_ERROR_OUT_OF_MEMORY);
-        size_t mapped = 99;
+        struct gpucache_expandable_change mapped = {99, 99, 99, 99};
         cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, MIXED_MAP_OFFSET,
                                                      MIXED_MAP_LENGTH, &mapped),
                      GPUCACHE_ERROR_OUT_OF_MEMORY, "failure at call %llu",
@@ -117,7 +117,10 @@ static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls
         vmm_test_driver_disarm(&fixture_driver);
         cr_expect_eq(fixture_driver.injected_failures, injected + 1,
                      "call %llu of the operation was reached", (unsigned long long)nth);
-        cr_expect_eq(mapped, 0);
+        cr_expect_eq(mapped.mapped_bytes, 0);
+        cr_expect_eq(mapped.handles_created, 0, "a failed map keeps no handle it created");
+        cr_expect_eq(mapped.handles_released, operation != VMM_TEST_PAGE_RELEASE,
+                     "the held handle's release is reported");
         if (operation == VMM_TEST_PAGE_RELEASE)
             cr_expect_eq(fixture_driver.calls[VMM_TEST_PAGE_CREATE], creates,
                          "nothing is created while the held handle stays");
@@ -129,13 +132,15 @@ static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls
                  operation == VMM_TEST_PAGE_RELEASE ? 0 : calls_in_map);
     prepare_mixed_segment();
     uint64_t calls_before = fixture_driver.calls[operation];
-    size_t mapped = 0;
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
     cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, MIXED_MAP_OFFSET,
                                                  MIXED_MAP_LENGTH, &mapped),
                  GPUCACHE_SUCCESS, "the same map works once the driver does");
     cr_expect_eq(fixture_driver.calls[operation] - calls_before, calls_in_map,
                  "the sweep failed every call of the operation the map makes");
-    cr_expect_eq(mapped, 5 * P, "pages 1 and 3-6");
+    cr_expect_eq(mapped.mapped_bytes, 5 * P, "pages 1 and 3-6");
+    cr_expect_eq(mapped.handles_created, 2);
+    cr_expect_eq(mapped.handles_released, 1, "the held handle went first");
     cr_expect_eq(fixture_handle_pages_at(1), 1);
     cr_expect_eq(fixture_handle_pages_at(3), 4, "the released page joined the new run");
     cr_expect_eq(fixture_segment->stats.unreleased_handles, 0, "the held handle was released");
@@ -184,15 +189,16 @@ static void sweep_unmap_failures(enum vmm_test_operation operation)
             map_fixture_pages(handle_first_pages[i], handle_lengths[i]);
         cr_assert_eq(fixture_segment->stats.handles, HANDLE_COUNT);
         vmm_test_driver_fail_call(&fixture_driver, operation, nth, GPUCACHE_ERROR_INVALID_VALUE);
-        size_t released = 99;
+        struct gpucache_expandable_change released = {99, 99, 99, 99};
         cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, 0, 4 * P, &released),
                      GPUCACHE_ERROR_INVALID_VALUE, "failure at call %llu",
                      (unsigned long long)nth);
         vmm_test_driver_disarm(&fixture_driver);
         size_t failed = (size_t)nth - 1;
-        cr_expect_eq(released, pages_of_handles(0, failed) * P,
+        cr_expect_eq(released.released_bytes, pages_of_handles(0, failed) * P,
                      "failure at call %llu: the handles before it went back",
                      (unsigned long long)nth);
+        cr_expect_eq(released.handles_released, failed);
         /* Address order: the handles before the failing one are gone, the
          * failing one is unmapped only if its release failed, the rest stay. */
         for (size_t i = 0; i < HANDLE_COUNT; i++) {
@@ -211,8 +217,9 @@ static void sweep_unmap_failures(enum vmm_test_operation operation)
         uint64_t unmaps = fixture_driver.calls[VMM_TEST_PAGE_UNMAP];
         cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, 0, 4 * P, &released),
                      GPUCACHE_SUCCESS);
-        cr_expect_eq(released, pages_of_handles(failed, HANDLE_COUNT) * P,
+        cr_expect_eq(released.released_bytes, pages_of_handles(failed, HANDLE_COUNT) * P,
                      "the retry releases what the failed call did not");
+        cr_expect_eq(released.handles_released, HANDLE_COUNT - failed);
         cr_expect_eq(fixture_driver.calls[VMM_TEST_PAGE_UNMAP] - unmaps,
                      HANDLE_COUNT - failed - (operation == VMM_TEST_PAGE_RELEASE),
                      "an unmapped handle is not unmapped again");
