@@ -432,7 +432,9 @@ static void report_out_of_memory(struct gpucache_allocator *allocator, size_t ro
                stream);
 }
 
-/* The miss path: PyTorch's order (§1.9 of the research note), with the
+/* The miss path: PyTorch's order (a free block of the pool, garbage
+ * collection past its threshold, a new segment, then releasing cached
+ * blocks and retrying), with the
  * reuse-safety steps first: close the open epochs, take a block another
  * stream has cleared, and wait for the oldest epochs of synchronous frees
  * before growing. Waiting is not gated on the epoch's own bytes covering the
