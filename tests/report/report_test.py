@@ -321,12 +321,19 @@ def case_svg(tool, work, **_):
             fail(f'SVG lacks {expected!r}')
     if text.count('<polyline') != 6:
         fail(f'{text.count("<polyline")} curves, expected 6')
-    # Every point lies inside the plot area.
+    # Every point lies inside the plot area (x 100-960, y 56-490; the legend
+    # is below it).
     for points in re.findall(r'points="([^"]*)"', text):
         for pair in points.split():
             x, y = map(float, pair.split(','))
-            if not (100 <= x <= 740 and 56 <= y <= 490):
+            if not (100 <= x <= 960 and 56 <= y <= 490):
                 fail(f'point {pair} outside the plot')
+    # Rendered, nothing falls outside the picture.
+    fits = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                        'check_svg_fits.py'), path],
+                          capture_output=True, text=True)
+    if fits.returncode != 0:
+        fail(f'the chart does not fit: {fits.stdout}{fits.stderr}')
 
 
 def case_report_files(tool, work, **_):
