@@ -314,9 +314,11 @@ def case_library_files(program, checker, library, gpucache, work, **_):
         fail('the trace: file and its CSV twin replay to different figures')
 
 
-def case_library_devices(program, checker, library, work, **_):
-    """Two devices: one snapshot with both devices' segments and traces."""
-    env = preload_env(library, f'snapshot:{work}/snap.json,report:{work}/report.json')
+def case_library_devices(program, checker, library, gpucache, work, **_):
+    """Two devices: one snapshot with both devices' segments and traces, and
+    a trace whose replay takes one device at a time."""
+    env = preload_env(library, f'snapshot:{work}/snap.json,report:{work}/report.json,'
+                               f'trace:{work}/trace.txt')
     env['GPUSIM_DEVICES'] = '2'
     run([program, 'devices'], env=env)
     check_snapshots(checker, [f'{work}/snap.json'])
@@ -328,6 +330,12 @@ def case_library_devices(program, checker, library, work, **_):
     report = json.load(open(f'{work}/report.json'))
     if [d['device'] for d in report['devices']] != [0, 1]:
         fail(f'report devices: {report["devices"]}')
+    both = run([gpucache, 'replay', f'{work}/trace.txt'], expect=2)
+    if 'the trace holds devices 0 and 1 (choose one with --device)' not in both.stderr:
+        fail(f'replay of a two-device trace: {both.stderr!r}')
+    one = json.loads(run([gpucache, 'replay', '--json', '--device', '1', f'{work}/trace.txt']).stdout)
+    if one['format'] != 'gpucache trace' or not one['configurations'][0]['completed']:
+        fail(f'replay of device 1: {one["format"]}')
 
 
 def case_library_threads(program, checker, library, work, **_):

@@ -74,9 +74,10 @@ bool compact_trace_load(const char *path, int device, struct replay_trace *trace
         if (chosen < 0)
             chosen = events[i].device;
         else if (device < 0 && events[i].device != chosen) {
+            int other = events[i].device;
             free(events);
             return replay_fail(error, "the trace holds devices %d and %d (choose one with --device)",
-                               chosen, events[i].device);
+                               chosen, other);
         }
         if (events[i].device == chosen)
             events[kept++] = events[i];
