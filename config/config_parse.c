@@ -168,23 +168,22 @@ static unsigned edit_distance(const char *a, const char *b)
  * most a third of its letters wrong) or the start of one, else NULL. */
 static const char *nearest_key(const char *word)
 {
+    char lowered[64];
+    size_t length = strlen(word);
+    if (length >= sizeof lowered)
+        return NULL;
+    for (size_t i = 0; i <= length; i++)
+        lowered[i] = (char)tolower((unsigned char)word[i]);
     const char *nearest = NULL;
     unsigned best = 99;
     for (int key = 0; key < GPUCACHE_KEY_COUNT; key++) {
         const char *name = gpucache_config_key_name((enum gpucache_config_key)key);
-        char lowered[64];
-        size_t length = strlen(word);
-        if (length >= sizeof lowered)
-            return NULL;
-        for (size_t i = 0; i <= length; i++)
-            lowered[i] = (char)tolower((unsigned char)word[i]);
         unsigned distance = edit_distance(lowered, name);
         if (distance < best) {
             best = distance;
             nearest = name;
         }
     }
-    size_t length = strlen(word);
     if (best <= (length < 6 ? 2 : length / 3))
         return nearest;
     /* A shortened key ("expandable" for expandable_segments): the first

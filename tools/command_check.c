@@ -152,31 +152,6 @@ static int parse_options(int argc, char **argv, struct options *options)
     return 0;
 }
 
-/* The whole file, NUL-terminated ("" when it cannot be read). */
-static char *read_text(const char *path)
-{
-    FILE *file = fopen(path, "rb");
-    char *text = NULL;
-    size_t size = 0;
-    if (file) {
-        char buffer[65536];
-        size_t got;
-        while ((got = fread(buffer, 1, sizeof buffer, file)) > 0) {
-            char *bigger = realloc(text, size + got + 1);
-            if (!bigger)
-                break;
-            text = bigger;
-            memcpy(text + size, buffer, got);
-            size += got;
-        }
-        fclose(file);
-    }
-    if (!text && (text = malloc(1)) == NULL)
-        return NULL;
-    text[size] = '\0';
-    return text;
-}
-
 struct lines {
     char **line;
     size_t count;
@@ -221,6 +196,13 @@ struct outcome {
     char *errors;   /* standard error, for the failure detail */
 };
 
+/* A captured stream's text; "" when the file could not be read. */
+static char *read_or_empty(const char *path)
+{
+    char *text = program_read_file(path, NULL);
+    return text ? text : strdup("");
+}
+
 /* Runs one configuration (NULL: the program alone) in a fresh directory. */
 static bool run_once(const struct options *options, const char *library, const char *configuration,
                      char *const *environment, struct outcome *outcome)
@@ -244,9 +226,9 @@ static bool run_once(const struct options *options, const char *library, const c
     if (started) {
         char path[PATH_MAX + 16];
         snprintf(path, sizeof path, "%s/stdout", directory);
-        outcome->output = read_text(path);
+        outcome->output = read_or_empty(path);
         snprintf(path, sizeof path, "%s/stderr", directory);
-        outcome->errors = read_text(path);
+        outcome->errors = read_or_empty(path);
         outcome->split = outcome->output ? strdup(outcome->output) : NULL;
         started = outcome->split && outcome->errors &&
                   kept_lines(outcome->split, options, &outcome->kept);

@@ -73,8 +73,7 @@ void program_remove_directory(const char *path)
     rmdir(path);
 }
 
-/* The whole file, NUL-terminated, or NULL. */
-static char *read_file(const char *path, size_t *length)
+char *program_read_file(const char *path, size_t *length)
 {
     FILE *file = fopen(path, "rb");
     if (!file)
@@ -114,7 +113,7 @@ static uint64_t stat_value(const struct data_value *stats, const char *name)
 static void add_report(const char *path, struct program_figures *figures)
 {
     size_t length;
-    char *text = read_file(path, &length);
+    char *text = program_read_file(path, &length);
     if (!text)
         return;
     struct data_document document = {0};
@@ -173,7 +172,7 @@ static void read_results(const struct program_request *request, pid_t child,
     if (request->trace) {
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/trace-%ld.txt", request->directory, (long)child);
-        char *text = read_file(path, NULL);
+        char *text = program_read_file(path, NULL);
         char error[256];
         size_t count = 0;
         struct gpucache_event *events =

@@ -62,6 +62,10 @@ struct program_sim_settings {
 bool program_sim_settings(struct program_sim_settings *settings, const char *memory,
                           bool racecheck, char *why, size_t why_size);
 
+/* The whole file, NUL-terminated (its length in `length` unless NULL), or
+ * NULL when it cannot be read. */
+char *program_read_file(const char *path, size_t *length);
+
 /* Runs the program and waits for it. Returns false (with `why`) only when
  * it could not be started at all; a program that fails is a result. */
 bool program_run(const struct program_request *request, struct program_result *result,

@@ -1,6 +1,5 @@
 #include "compact_trace.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 
 #include "gpucache_report.h"
 #include "rmm_csv_reader.h"
+#include "trace_loader.h"
 
 static const char magic[] = "gpucache-trace ";
 
@@ -24,43 +24,14 @@ bool compact_trace_file(const char *path)
     return match;
 }
 
-/* The whole file, NUL-terminated, or NULL. */
-static char *read_text(const char *path, struct replay_error *error)
-{
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        replay_fail(error, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t capacity = 1 << 16, used = 0;
-    char *text = malloc(capacity + 1);
-    while (text) {
-        used += fread(text + used, 1, capacity - used, file);
-        if (used < capacity)
-            break;
-        char *bigger = realloc(text, capacity * 2 + 1);
-        if (!bigger) {
-            free(text);
-            text = NULL;
-            break;
-        }
-        text = bigger;
-        capacity *= 2;
-    }
-    fclose(file);
-    if (!text)
-        replay_fail(error, "out of host memory while reading the file");
-    else
-        text[used] = '\0';
-    return text;
-}
-
 bool compact_trace_load(const char *path, int device, struct replay_trace *trace,
                         struct replay_error *error)
 {
-    char *text = read_text(path, error);
-    if (!text)
+    uint8_t *data = NULL;
+    size_t length = 0;
+    if (!trace_read_file(path, &data, &length, error))
         return false;
+    char *text = (char *)data;
     size_t count = 0;
     char message[256] = "";
     struct gpucache_event *events = gpucache_trace_read_compact(text, &count, message, sizeof message);

@@ -9,8 +9,7 @@
 #include "rmm_csv_reader.h"
 #include "snapshot_reader.h"
 
-/* The whole file in one buffer: the snapshot readers' strings point into it. */
-static bool read_file(const char *path, uint8_t **data, size_t *length, struct replay_error *error)
+bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct replay_error *error)
 {
     FILE *file = fopen(path, "rb");
     if (!file)
@@ -39,6 +38,8 @@ static bool read_file(const char *path, uint8_t **data, size_t *length, struct r
         free(buffer);
         return replay_fail(error, "cannot read: %s", strerror(saved));
     }
+    /* The loop stops with room to spare: the text readers want a NUL. */
+    buffer[used] = '\0';
     *data = buffer;
     *length = used;
     return true;
@@ -49,7 +50,7 @@ bool trace_load(const char *path, int device, struct replay_trace *trace,
 {
     uint8_t *data = NULL;
     size_t length = 0;
-    if (!read_file(path, &data, &length, error))
+    if (!trace_read_file(path, &data, &length, error))
         return false;
     bool ok = snapshot_recognised(data, length)
                   ? snapshot_read(data, length, device, trace, error)
