@@ -71,6 +71,17 @@ const char *gpucache_config_key_expected(enum gpucache_config_key key)
     return descriptor != NULL ? descriptor->expected : "";
 }
 
+bool gpucache_config_key_is_output(enum gpucache_config_key key)
+{
+    switch (key) {
+    case GPUCACHE_KEY_REPORT: case GPUCACHE_KEY_SUMMARY: case GPUCACHE_KEY_TRACE:
+    case GPUCACHE_KEY_TRACE_CSV: case GPUCACHE_KEY_SNAPSHOT: case GPUCACHE_KEY_SNAPSHOT_SIGNAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
 uint32_t gpucache_config_roundup_divisions(const struct gpucache_config *config,
                                            uint64_t size)
 {

@@ -153,6 +153,11 @@ const char *gpucache_config_key_name(enum gpucache_config_key key);
 /* What the key's value may be, as messages say it after "expected". */
 const char *gpucache_config_key_expected(enum gpucache_config_key key);
 
+/* True for the keys that say where and when the library writes its files
+ * (report, summary, trace, trace_csv, snapshot, snapshot_signal) rather
+ * than how it allocates. */
+bool gpucache_config_key_is_output(enum gpucache_config_key key);
+
 /* True for keys that are accepted but have no effect in this build. */
 bool gpucache_config_key_ignored(const struct gpucache_config *config,
                                  enum gpucache_config_key key);

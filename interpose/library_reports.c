@@ -98,12 +98,10 @@ void library_reports_passthrough_free(int device, uint64_t address, size_t size,
     gpucache_event_log_record(log, GPUCACHE_EVENT_SEGMENT_FREE, device, address, size, stream);
 }
 
-/* True for the keys that name the library's output files: they say where
- * reports go, not how memory is allocated. */
-static bool is_output_key(const char *entry, size_t length)
+/* True when the entry `key:value` of `length` bytes sets an output-file
+ * key: it says where reports go, not how memory is allocated. */
+static bool is_output_entry(const char *entry, size_t length)
 {
-    static const char *const outputs[] = {"report", "summary", "trace", "trace_csv",
-                                           "snapshot", "snapshot_signal"};
     const char *colon = memchr(entry, ':', length);
     size_t key = colon ? (size_t)(colon - entry) : length;
     while (key > 0 && entry[key - 1] == ' ')
@@ -112,9 +110,12 @@ static bool is_output_key(const char *entry, size_t length)
         entry++;
         key--;
     }
-    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++)
-        if (strlen(outputs[i]) == key && memcmp(outputs[i], entry, key) == 0)
+    for (int index = 0; index < GPUCACHE_KEY_COUNT; index++) {
+        const char *name = gpucache_config_key_name((enum gpucache_config_key)index);
+        if (gpucache_config_key_is_output((enum gpucache_config_key)index) &&
+            strlen(name) == key && memcmp(name, entry, key) == 0)
             return true;
+    }
     return false;
 }
 
@@ -135,7 +136,7 @@ static const char *settings_text(const struct gpucache_config *config, char *out
             end++;
         }
         size_t length = (size_t)(end - entry);
-        if (length > 0 && !is_output_key(entry, length) && used + length + 2 < size) {
+        if (length > 0 && !is_output_entry(entry, length) && used + length + 2 < size) {
             if (used > 0)
                 out[used++] = ',';
             memcpy(out + used, entry, length);

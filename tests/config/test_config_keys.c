@@ -214,3 +214,21 @@ Test(config, path_expansion)
     cr_assert_eq(gpucache_config_expand_path("/tmp/%p", 123456, out, 8), 11);
     cr_assert_str_eq(out, "/tmp/12");
 }
+
+/* The output-file keys, which replay refuses and snapshots leave out of
+ * allocator_settings: exactly these six. */
+Test(config, output_keys_are_the_file_keys)
+{
+    static const char *const outputs[] = {"report", "summary", "trace", "trace_csv", "snapshot",
+                                          "snapshot_signal"};
+    size_t found = 0;
+    for (int index = 0; index < GPUCACHE_KEY_COUNT; index++) {
+        enum gpucache_config_key key = (enum gpucache_config_key)index;
+        bool listed = false;
+        for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++)
+            listed |= strcmp(gpucache_config_key_name(key), outputs[i]) == 0;
+        cr_expect_eq(gpucache_config_key_is_output(key), listed, "%s", gpucache_config_key_name(key));
+        found += listed;
+    }
+    cr_expect_eq(found, 6);
+}

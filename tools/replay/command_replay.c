@@ -180,13 +180,12 @@ static int parse_options(int argc, char **argv, struct options *options)
  * modelled (a trace with several streams shows it). */
 static const char *unmodelled_key(const struct gpucache_config *config)
 {
-    static const enum gpucache_config_key unmodelled[] = {
-        GPUCACHE_KEY_REPORT,   GPUCACHE_KEY_SUMMARY,  GPUCACHE_KEY_TRACE, GPUCACHE_KEY_TRACE_CSV,
-        GPUCACHE_KEY_SNAPSHOT, GPUCACHE_KEY_SNAPSHOT_SIGNAL, GPUCACHE_KEY_MEMINFO,
-    };
-    for (size_t index = 0; index < sizeof unmodelled / sizeof *unmodelled; index++)
-        if (config->key_from_string[unmodelled[index]])
-            return gpucache_config_key_name(unmodelled[index]);
+    for (int index = 0; index < GPUCACHE_KEY_COUNT; index++) {
+        enum gpucache_config_key key = (enum gpucache_config_key)index;
+        if (config->key_from_string[key] &&
+            (gpucache_config_key_is_output(key) || key == GPUCACHE_KEY_MEMINFO))
+            return gpucache_config_key_name(key);
+    }
     return NULL;
 }
 
