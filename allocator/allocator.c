@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expandable_pool.h"
@@ -659,6 +660,37 @@ void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator)
     epochs_process_completed(allocator);
     release_cached_blocks(allocator);
     pthread_mutex_unlock(&allocator->mutex);
+}
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Conservative reuse clears blocks only by synchronizing the device, which
+ * a report must not do on the program's behalf: its pending frees stay
+ * pending. The lock is dropped between polls so that threads still running
+ * at exit are not held up. */
+size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t patience_ns)
+{
+    int64_t deadline = monotonic_ns() + patience_ns;
+    pthread_mutex_lock(&allocator->mutex);
+    if (allocator->config->reuse != GPUCACHE_REUSE_CONSERVATIVE)
+        epochs_close_all_open(allocator);
+    for (;;) {
+        epochs_process_completed(allocator);
+        if (allocator->stats.pending_blocks.current == 0 ||
+            allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE || monotonic_ns() >= deadline)
+            break;
+        pthread_mutex_unlock(&allocator->mutex);
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        pthread_mutex_lock(&allocator->mutex);
+    }
+    size_t pending = (size_t)allocator->stats.pending_bytes.current;
+    pthread_mutex_unlock(&allocator->mutex);
+    return pending;
 }
 
 size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)

@@ -97,6 +97,11 @@ gpucache_result gpucache_allocator_add_peer(struct gpucache_allocator *allocator
  * driver, as torch.cuda.empty_cache() does. */
 void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator);
 
+/* For reports at exit: fences every stream's pending frees and frees those
+ * whose work completes within `patience_ns`, without synchronizing the
+ * device; returns the bytes still pending. */
+size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t patience_ns);
+
 /* Bytes the cache holds free (reserved minus allocated), for cuMemGetInfo. */
 size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator);
 

@@ -21,6 +21,9 @@
 /* At most this many OOM snapshots per process: a program that retries
  * allocations in a loop must not fill the disk. */
 #define MAX_OOM_SNAPSHOTS 4
+/* How long the exit reports wait for the work behind pending frees: long
+ * enough for an idle stream to answer a fence, short against any exit. */
+#define EXIT_SETTLE_PATIENCE_NS (100 * 1000 * 1000)
 
 /* The newest 16 Mi events (640 MiB) are kept: a long run must not exhaust
  * host memory for its trace. Dropping the oldest keeps snapshots consistent
@@ -255,6 +258,18 @@ static void write_statistics(const struct gpucache_config *config)
                                                       sizeof table);
             if (length >= sizeof table || write(fd, table, length) != (ssize_t)length)
                 break;
+            /* The table is PyTorch's, whose active rows include these. */
+            char bytes[32];
+            const struct gpucache_stats *stats = &devices[index].stats;
+            length = (size_t)snprintf(
+                table, sizeof table,
+                "Pending frees at exit, device %d: %s in %lld blocks (their streams' work "
+                "was still running)\n",
+                devices[index].device,
+                gpucache_format_bytes((uint64_t)stats->pending_bytes.current, bytes, sizeof bytes),
+                (long long)stats->pending_blocks.current);
+            if (write(fd, table, length) != (ssize_t)length)
+                break;
         }
         gpucache_report_close(fd);
     }
@@ -276,6 +291,21 @@ static void write_trace(const char *pattern, const char *what,
     free(events);
 }
 
+/* Frees whose work is done count as freed in every report, not as active
+ * memory; what is still running at exit stays pending and is shown so. */
+static void settle_pending_frees(const struct gpucache_config *config)
+{
+    if (config->passthrough || config->backend != GPUCACHE_BACKEND_NATIVE)
+        return;
+    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
+         device++) {
+        struct gpucache_allocator *allocator =
+            device_context(device) ? device_allocator(device) : NULL;
+        if (allocator)
+            gpucache_allocator_settle(allocator, EXIT_SETTLE_PATIENCE_NS);
+    }
+}
+
 __attribute__((destructor)) static void write_exit_reports(void)
 {
     const struct gpucache_config *config = library_config();
@@ -283,6 +313,9 @@ __attribute__((destructor)) static void write_exit_reports(void)
      * program) writes nothing; nor does a child forked after CUDA was used. */
     if (library_passes_everything_through() || !real_driver_activated())
         return;
+    if (config->report_path[0] || config->summary_path[0] || config->trace_path[0] ||
+        config->trace_csv_path[0] || config->snapshot_path[0])
+        settle_pending_frees(config);
     write_statistics(config);
     write_trace(config->trace_path, "trace", gpucache_trace_write_compact);
     write_trace(config->trace_csv_path, "trace", gpucache_trace_write_rmm_csv);
