@@ -311,7 +311,7 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     stat_array_increase(stats->requested_bytes, pool, (int64_t)size);
     if ((uint64_t)bytes >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
-    emit_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, stream);
+    emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size, stream);
     return block->address;
 }
 
@@ -538,8 +538,8 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
         pthread_mutex_unlock(&allocator->mutex);
         return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
     }
-    emit_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address, block->requested_size,
-               block->stream);
+    emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                     block->requested_size, block->size, block->stream);
     struct gpucache_stats *stats = &allocator->stats;
     enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
     uint64_t bytes = block->size;

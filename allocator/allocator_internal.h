@@ -187,10 +187,11 @@ struct gpucache_allocator {
     void *observer_context;
 };
 
-/* Reports one event to the observer, if any. */
-static inline void emit_event(struct gpucache_allocator *allocator,
-                              enum gpucache_event_action action, uint64_t address, uint64_t size,
-                              gpucache_stream stream)
+/* Reports one event to the observer, if any; `block_size` for the events
+ * that change allocated_bytes (alloc, free_requested). */
+static inline void emit_block_event(struct gpucache_allocator *allocator,
+                                    enum gpucache_event_action action, uint64_t address,
+                                    uint64_t size, uint64_t block_size, gpucache_stream stream)
 {
     if (allocator->observer == NULL)
         return;
@@ -199,11 +200,19 @@ static inline void emit_event(struct gpucache_allocator *allocator,
         .address = address,
         .size = size,
         .stream = (uint64_t)stream,
+        .block_size = block_size,
         .thread = gpucache_event_thread_id(),
         .device = (int16_t)allocator->device,
         .action = (uint8_t)action,
     };
     allocator->observer(allocator->observer_context, &event);
+}
+
+static inline void emit_event(struct gpucache_allocator *allocator,
+                              enum gpucache_event_action action, uint64_t address, uint64_t size,
+                              gpucache_stream stream)
+{
+    emit_block_event(allocator, action, address, size, 0, stream);
 }
 
 /* Reports every block of every segment freed and every segment's memory

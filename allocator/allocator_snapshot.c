@@ -178,8 +178,8 @@ static void report_segment_gone(void *context, const struct gpucache_segment_inf
     for (size_t i = 0; i < segment->block_count; i++) {
         const struct gpucache_block_info *block = &segment->blocks[i];
         if (block->state == GPUCACHE_BLOCK_ACTIVE_ALLOCATED)
-            emit_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
-                       block->requested_size, segment->stream);
+            emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                             block->requested_size, block->size, segment->stream);
         if (block->state != GPUCACHE_BLOCK_INACTIVE)
             emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
                        block->requested_size, segment->stream);

@@ -33,6 +33,9 @@ struct gpucache_event {
     uint64_t address; /* for GPUCACHE_EVENT_OOM: the device's free bytes */
     uint64_t size;
     uint64_t stream;  /* the stream handle's value; 0 is the legacy stream */
+    /* alloc and free_requested: the block's bytes, what allocated_bytes
+     * counts (size is what the program asked for); 0 for other actions. */
+    uint64_t block_size;
     uint32_t thread;  /* the kernel thread id of the caller */
     int16_t device;
     uint8_t action;   /* enum gpucache_event_action */

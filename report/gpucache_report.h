@@ -253,8 +253,8 @@ struct gpucache_memory_series {
 const char *gpucache_format_bytes(uint64_t bytes, char *buffer, size_t size);
 
 /* Derives the allocated and reserved curve of one device's events:
- * allocated moves at alloc and free_completed (rounded sizes are not in the
- * trace, so allocated here means requested bytes held), reserved at segment
+ * allocated is allocated_bytes (the block sizes held, as the statistics
+ * count them), moving at alloc and free_requested; reserved moves at segment
  * events. Returns a new array (caller frees) or NULL. Times are seconds from
  * the first event. */
 struct gpucache_memory_sample *gpucache_memory_curve(const struct gpucache_event *events,

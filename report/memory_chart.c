@@ -23,13 +23,16 @@ struct gpucache_memory_sample *gpucache_memory_curve(const struct gpucache_event
     for (size_t index = 0; index < count; index++) {
         const struct gpucache_event *event = &events[index];
         int64_t size = (int64_t)event->size;
+        /* Allocated is allocated_bytes, the block sizes, as in every table;
+         * a version-1 trace knows only the requested sizes. */
+        int64_t block = event->block_size ? (int64_t)event->block_size : size;
         switch (event->action) {
         case GPUCACHE_EVENT_ALLOC:
-            allocated += size;
+            allocated += block;
             break;
         case GPUCACHE_EVENT_FREE_REQUESTED:
             /* allocated_bytes drops at the program's free, as in PyTorch. */
-            allocated -= size;
+            allocated -= block;
             break;
         case GPUCACHE_EVENT_SEGMENT_ALLOC:
         case GPUCACHE_EVENT_SEGMENT_MAP:

@@ -23,13 +23,21 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
     uint64_t time = 0;
     size_t declared = 0;
     int used = 0;
-    if (sscanf(text, "gpucache-trace 1 start_ns %" SCNu64 " events %zu%n", &time, &declared,
-               &used) != 2 ||
+    int version = 0;
+    if (sscanf(text, "gpucache-trace %d start_ns %" SCNu64 " events %zu%n", &version, &time,
+               &declared, &used) != 3 ||
         (text[used] != '\n' && text[used] != '\0')) {
         snprintf(error, error_size,
-                 "line 1: not a gpucache trace (expected 'gpucache-trace 1 start_ns N events N')");
+                 "line 1: not a gpucache trace (expected 'gpucache-trace 2 start_ns N events N')");
         return NULL;
     }
+    if (version != 1 && version != 2) {
+        snprintf(error, error_size,
+                 "line 1: gpucache trace version %d (this build reads versions 1 and 2)", version);
+        return NULL;
+    }
+    /* Version 2 adds the block size; version 1 files still read. */
+    int expected_fields = version == 1 ? 7 : 8;
     struct gpucache_event *events = declared ? malloc(declared * sizeof *events) : NULL;
     if (declared && !events) {
         snprintf(error, error_size, "line 1: no memory for %zu events", declared);
@@ -46,17 +54,27 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
         uint32_t thread;
         struct gpucache_event event = {0};
         int length = 0;
-        int fields = sscanf(line, "%" SCNd64 " %7s %d %" SCNx64 " %" SCNu64 " %" SCNx64 " %" SCNu32
+        int fields = version == 1
+                         ? sscanf(line,
+                                  "%" SCNd64 " %7s %d %" SCNx64 " %" SCNu64 " %" SCNx64 " %" SCNu32
                                   "%n",
-                            &delta, action, &device, &event.address, &event.size, &event.stream,
-                            &thread, &length);
-        int kind = fields == 7 ? action_named(action) : -1;
+                                  &delta, action, &device, &event.address, &event.size,
+                                  &event.stream, &thread, &length)
+                         : sscanf(line,
+                                  "%" SCNd64 " %7s %d %" SCNx64 " %" SCNu64 " %" SCNx64 " %" SCNu32
+                                  " %" SCNu64 "%n",
+                                  &delta, action, &device, &event.address, &event.size,
+                                  &event.stream, &thread, &event.block_size, &length);
+        int kind = fields == expected_fields ? action_named(action) : -1;
         if (kind < 0 || (line[length] != '\n' && line[length] != '\0') || *count >= declared) {
             snprintf(error, error_size,
                      *count >= declared && kind >= 0
                          ? "line %zu: more events than the header's count"
+                     : version == 1
+                         ? "line %zu: expected '<delta_ns> <action> <device> <address hex> <size> "
+                           "<stream hex> <thread>'"
                          : "line %zu: expected '<delta_ns> <action> <device> <address hex> <size> "
-                           "<stream hex> <thread>'",
+                           "<stream hex> <thread> <block size>'",
                      number);
             free(events);
             *count = 0;

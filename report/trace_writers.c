@@ -18,7 +18,7 @@ bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, s
     struct report_output output;
     report_output_init(&output, fd);
     uint64_t previous = count ? events[0].time_ns : 0;
-    report_output_format(&output, "gpucache-trace 1 start_ns %" PRIu64 " events %zu\n", previous,
+    report_output_format(&output, "gpucache-trace 2 start_ns %" PRIu64 " events %zu\n", previous,
                          count);
     for (size_t index = 0; index < count; index++) {
         const struct gpucache_event *event = &events[index];
@@ -28,10 +28,11 @@ bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, s
          * order; a negative delta is written as such. */
         int64_t delta = (int64_t)(event->time_ns - previous);
         previous = event->time_ns;
-        report_output_format(&output, "%" PRId64 " %s %d %" PRIx64 " %" PRIu64 " %" PRIx64 " %" PRIu32
-                             "\n",
+        report_output_format(&output,
+                             "%" PRId64 " %s %d %" PRIx64 " %" PRIu64 " %" PRIx64 " %" PRIu32
+                             " %" PRIu64 "\n",
                              delta, trace_compact_names[event->action], event->device, event->address,
-                             event->size, event->stream, event->thread);
+                             event->size, event->stream, event->thread, event->block_size);
     }
     return report_output_finish(&output);
 }

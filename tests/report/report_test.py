@@ -260,7 +260,7 @@ def case_traces(tool, work, gpucache, **_):
     run([tool, 'trace', compact, csv])
     lines = open(compact).read().splitlines()
     header = lines[0].split()
-    if header[:2] != ['gpucache-trace', '1'] or header[4:] != ['events', '7']:
+    if header[:2] != ['gpucache-trace', '2'] or header[4:] != ['events', '7']:
         fail(f'compact header {lines[0]!r}')
     start = int(header[3])
     rows = [line.split() for line in lines[1:]]
@@ -271,18 +271,29 @@ def case_traces(tool, work, gpucache, **_):
         times.append(times[-1] + int(row[0]))
     if times[1] != start or times[-1] - times[1] != 6 * 1500:
         fail(f'compact times {times}')
-    if rows[2][3:] != ['7f0000000200', '700', '5555aaaa0000', '4242'] or rows[5][3] != '3039':
+    if rows[2][3:] != ['7f0000000200', '700', '5555aaaa0000', '4242', '1024'] or rows[5][3] != '3039':
         fail(f'compact fields {rows[2]} {rows[5]}')
     # The reader gives the same events back, and refuses what is not a trace.
     events = run([tool, 'read-trace', compact]).stdout.splitlines()
     first_time = 1700006400 * 10 ** 9 - 5000 + 1500
-    expected = [f'segment_alloc 0 0x7f0000000000 {2 << 20} 0x0 4242 {first_time}',
-                f'alloc 0 0x7f0000000200 700 0x5555aaaa0000 4242 {first_time + 3000}',
-                f'oom 0 0x3039 {1 << 30} 0x0 4242 {first_time + 7500}']
+    expected = [f'segment_alloc 0 0x7f0000000000 {2 << 20} 0x0 4242 {first_time} 0',
+                f'alloc 0 0x7f0000000200 700 0x5555aaaa0000 4242 {first_time + 3000} 1024',
+                f'oom 0 0x3039 {1 << 30} 0x0 4242 {first_time + 7500} 0']
     if [events[0], events[2], events[5]] != expected or len(events) != 7:
         fail(f'read back {events}')
+    # A version-1 file (no block size column) still reads.
+    version1 = f'{work}/version1.txt'
+    open(version1, 'w').write(
+        lines[0].replace('gpucache-trace 2', 'gpucache-trace 1').replace('events 7', 'events 1') +
+        '\n0 a 0 7f0000000200 700 5555aaaa0000 4242\n')
+    old = run([tool, 'read-trace', version1]).stdout.splitlines()
+    if old != [f'alloc 0 0x7f0000000200 700 0x5555aaaa0000 4242 {first_time} 0']:
+        fail(f'version 1 read back {old}')
     for name, text, problem in [('not-trace', 'hello\n', 'line 1: not a gpucache trace'),
-                                ('bad-line', lines[0] + '\n0 zz 0 0 0 0 0\n', 'line 2: expected'),
+                                ('bad-line', lines[0] + '\n0 zz 0 0 0 0 0 0\n', 'line 2: expected'),
+                                ('version1-line', lines[0] + '\n0 a 0 0 0 0 0\n', 'line 2: expected'),
+                                ('version9', lines[0].replace(' 2 ', ' 9 ', 1) + '\n',
+                                 'version 9 (this build reads versions 1 and 2)'),
                                 ('short', lines[0] + '\n' + lines[1] + '\n', 'the header says 7')]:
         path = f'{work}/{name}.txt'
         open(path, 'w').write(text)

@@ -194,6 +194,7 @@ static int write_traces(int argc, char **argv)
     event(&scenario, GPUCACHE_EVENT_SEGMENT_ALLOC, 0x7f0000000000, 2 * MiB, 0);
     event(&scenario, GPUCACHE_EVENT_ALLOC, 0x7f0000000000, 500, 0);
     event(&scenario, GPUCACHE_EVENT_ALLOC, 0x7f0000000200, 700, 0x5555aaaa0000);
+    scenario.events[scenario.count - 1].block_size = 1024;
     event(&scenario, GPUCACHE_EVENT_FREE_REQUESTED, 0x7f0000000000, 500, 0);
     event(&scenario, GPUCACHE_EVENT_FREE_COMPLETED, 0x7f0000000000, 500, 0);
     event(&scenario, GPUCACHE_EVENT_OOM, 12345, 1 << 30, 0);
@@ -227,10 +228,12 @@ static int read_trace(int argc, char **argv)
         return 1;
     }
     for (size_t index = 0; index < count; index++)
-        printf("%s %d 0x%llx %llu 0x%llx %u %llu\n", gpucache_event_action_name(events[index].action),
-               events[index].device, (unsigned long long)events[index].address,
-               (unsigned long long)events[index].size, (unsigned long long)events[index].stream,
-               events[index].thread, (unsigned long long)events[index].time_ns);
+        printf("%s %d 0x%llx %llu 0x%llx %u %llu %llu\n",
+               gpucache_event_action_name(events[index].action), events[index].device,
+               (unsigned long long)events[index].address, (unsigned long long)events[index].size,
+               (unsigned long long)events[index].stream, events[index].thread,
+               (unsigned long long)events[index].time_ns,
+               (unsigned long long)events[index].block_size);
     free(events);
     return 0;
 }
@@ -252,16 +255,19 @@ static int write_svg(int argc, char **argv)
             time += 100000 + (uint64_t)index * 5000;
             uint64_t address = 0x7f0000000000 + (uint64_t)step * MiB;
             if (step % 1000 == 0) {
-                events[count++] = (struct gpucache_event){time, 0x7e0000000000 + reserved,
-                                                          (index + 1) * 40 * MiB, 0, 1, 0,
-                                                          GPUCACHE_EVENT_SEGMENT_ALLOC, 0};
+                events[count++] = (struct gpucache_event){
+                    .time_ns = time, .address = 0x7e0000000000 + reserved,
+                    .size = (index + 1) * 40 * MiB, .thread = 1,
+                    .action = GPUCACHE_EVENT_SEGMENT_ALLOC};
                 reserved += (index + 1) * 40 * MiB;
             }
-            events[count++] = (struct gpucache_event){time, address, MiB * (uint64_t)(step % 7 + 1),
-                                                      0, 1, 0, GPUCACHE_EVENT_ALLOC, 0};
-            events[count++] = (struct gpucache_event){time + 50000, address,
-                                                      MiB * (uint64_t)(step % 7 + 1), 0, 1, 0,
-                                                      GPUCACHE_EVENT_FREE_REQUESTED, 0};
+            events[count++] = (struct gpucache_event){
+                .time_ns = time, .address = address, .size = MiB * (uint64_t)(step % 7 + 1),
+                .thread = 1, .action = GPUCACHE_EVENT_ALLOC};
+            events[count++] = (struct gpucache_event){
+                .time_ns = time + 50000, .address = address,
+                .size = MiB * (uint64_t)(step % 7 + 1), .thread = 1,
+                .action = GPUCACHE_EVENT_FREE_REQUESTED};
         }
         samples[index] = gpucache_memory_curve(events, count, &series[index].count);
         series[index].samples = samples[index];
