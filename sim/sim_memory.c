@@ -93,6 +93,17 @@ static size_t round_up(size_t value, size_t multiple)
 
 /* Maps `size` bytes of lazily committed memory aligned to `alignment`,
  * followed by an inaccessible guard page; NULL when out of address space. */
+/* Large allocations fault in by huge pages where the kernel allows it: a
+ * program that allocates and frees megabytes in a loop would otherwise spend
+ * most of its time in the page-fault path. Called after the fresh-memory
+ * pattern is written: the two edge pages are then small pages, and an
+ * allocation nobody touches commits 8 KiB, not two zeroed huge pages. */
+static void prefer_huge_pages(void *base, size_t size)
+{
+    if (size >= (size_t)2 << 20)
+        (void)madvise(base, size, MADV_HUGEPAGE);
+}
+
 static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
                             void **mapping)
 {
@@ -112,11 +123,6 @@ static void *map_region(size_t size, size_t alignment, size_t *mapping_size,
         munmap(reserved, span);
         return NULL;
     }
-    /* Large allocations fault in by huge pages where the kernel allows it:
-     * a program that allocates and frees megabytes in a loop would
-     * otherwise spend most of its time in the page-fault path. */
-    if (usable >= (size_t)2 << 20)
-        (void)madvise(aligned, usable, MADV_HUGEPAGE);
     /* Keep [aligned, aligned + usable + guard page); give back the rest. */
     if (aligned > reserved)
         munmap(reserved, (size_t)(aligned - reserved));
@@ -180,6 +186,7 @@ CUresult sim_device_allocate(struct sim_context *context, size_t size, enum sim_
     range->size = size;
     range->physical = physical;
     poison_fresh_memory(base, size);
+    prefer_huge_pages(base, size);
     sim_range_insert(range);
     *out = range;
     return CUDA_SUCCESS;
@@ -444,6 +451,7 @@ static CUresult host_allocate(void **pp, size_t bytesize, unsigned int flags,
         free(range);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    prefer_huge_pages(base, bytesize);
     range->base = (uintptr_t)base;
     range->size = bytesize;
     range->host_flags = flags;
