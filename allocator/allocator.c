@@ -693,6 +693,31 @@ size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t p
     return pending;
 }
 
+void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
+                                     struct gpucache_memory_state *state)
+{
+    memset(state, 0, sizeof *state);
+    state->device = allocator->device;
+    pthread_mutex_lock(&allocator->mutex);
+    state->allocated = (uint64_t)allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
+    state->reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    /* A walk of every free block: this runs after a failure, not per call. */
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        struct block *block;
+        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
+            if (block->size > state->largest_free_block)
+                state->largest_free_block = block->size;
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, memory_info, allocator->device, &free_bytes, &total_bytes);
+    if (result == GPUCACHE_SUCCESS) {
+        state->device_free = free_bytes;
+        state->device_total = total_bytes;
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
 size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);

@@ -102,6 +102,20 @@ void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator);
  * device; returns the bytes still pending. */
 size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t patience_ns);
 
+/* The figures an out-of-memory message gives, as PyTorch's does. */
+struct gpucache_memory_state {
+    int device;
+    uint64_t allocated;          /* allocated_bytes: blocks the program holds */
+    uint64_t reserved;           /* reserved_bytes: what the cache holds from the driver */
+    uint64_t largest_free_block; /* the largest cached free block */
+    uint64_t device_free;        /* the driver's free and total bytes; both 0 when */
+    uint64_t device_total;       /* the driver could not say */
+};
+
+/* The cache's and the device's memory now (one driver query). */
+void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
+                                     struct gpucache_memory_state *state);
+
 /* Bytes the cache holds free (reserved minus allocated), for cuMemGetInfo. */
 size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator);
 

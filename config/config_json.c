@@ -148,6 +148,7 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
     case GPUCACHE_KEY_PINNED_FREE_CATCH_ALL: emit(writer, "%s", config->pinned_free_catch_all ? "true" : "false"); break;
     case GPUCACHE_KEY_REUSE: emit(writer, "\"%s\"", reuse_name(config->reuse)); break;
     case GPUCACHE_KEY_PASSTHROUGH: emit(writer, "%s", config->passthrough ? "true" : "false"); break;
+    case GPUCACHE_KEY_OOM_MESSAGE: emit(writer, "%s", config->oom_message ? "true" : "false"); break;
     case GPUCACHE_KEY_MEMINFO: emit(writer, "\"%s\"", config->meminfo == GPUCACHE_MEMINFO_RAW ? "raw" : "cache_as_free"); break;
     case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
         emit(writer, "%llu", (unsigned long long)(config->expandable_segments_size_class / MEBIBYTE));

@@ -29,6 +29,7 @@ static const struct gpucache_config default_config = {
     .pinned_reserve_segment_size_mb = 0,
     .reuse = GPUCACHE_REUSE_ASYNC,
     .meminfo = GPUCACHE_MEMINFO_CACHE_AS_FREE,
+    .oom_message = true,
     .source_variable = NULL,
 };
 

@@ -163,6 +163,7 @@ int config_parse_boolean(struct config_parser *parser,
         break;
     case GPUCACHE_KEY_PINNED_FREE_CATCH_ALL: config->pinned_free_catch_all = value; break;
     case GPUCACHE_KEY_PASSTHROUGH: config->passthrough = value; break;
+    case GPUCACHE_KEY_OOM_MESSAGE: config->oom_message = value; break;
     default: break;
     }
     config_next(parser);

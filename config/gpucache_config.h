@@ -92,6 +92,7 @@ struct gpucache_config {
     enum gpucache_reuse_mode reuse;
     bool passthrough;
     enum gpucache_meminfo_mode meminfo;
+    bool oom_message; /* one line on stderr for each out of memory; default on */
     /* Large-pool requests of at least this many bytes grow expandable
      * segments of their own, apart from smaller ones; 0: one class. */
     uint64_t expandable_segments_size_class;

@@ -79,7 +79,7 @@ gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext 
     thread_context = NULL;
     /* Before the program can free anything in answer to the failure. */
     if (result == GPUCACHE_ERROR_OUT_OF_MEMORY)
-        library_reports_out_of_memory();
+        library_reports_out_of_memory(allocator, size);
     return result;
 }
 

@@ -1,5 +1,7 @@
 /* Reports of libgpucache.so. Files are written at exit (from the
- * destructor, with no driver call: the context may be gone), at an OOM and
+ * destructor; its only driver calls are the fences and queries that settle
+ * pending frees, whose failure when the context is gone leaves them
+ * pending), at an OOM and
  * at the first hook after the snapshot signal. The signal handler
  * (signal_hooks.c) only sets a flag: writing a snapshot takes locks and
  * allocates. */
@@ -194,9 +196,16 @@ static void write_snapshot(const char *pattern)
     gpucache_report_close(fd);
 }
 
-void library_reports_out_of_memory(void)
+void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t size)
 {
     const struct gpucache_config *config = library_config();
+    if (config->oom_message) {
+        struct gpucache_oom_facts facts = {.request = size, .config = config};
+        gpucache_allocator_memory_state(allocator, &facts.state);
+        char line[1024];
+        gpucache_oom_message(&facts, line, sizeof line);
+        gpucache_log("%s", line);
+    }
     if (!config->snapshot_path[0])
         return;
     unsigned number = __atomic_add_fetch(&oom_snapshots, 1, __ATOMIC_RELAXED);

@@ -15,9 +15,10 @@ void library_reports_allocator_created(struct gpucache_allocator *allocator);
 /* One call went to the driver untouched, for `reason`. */
 void library_reports_count_passthrough(enum gpucache_passthrough_reason reason);
 
-/* The allocator answered out of memory: writes a snapshot now (before the
- * program frees anything), named like the snapshot with -oom-N added. */
-void library_reports_out_of_memory(void);
+/* `allocator` answered out of memory for `size` bytes: prints the
+ * oom_message line and writes a snapshot now (before the program frees
+ * anything), named like the snapshot with -oom-N added. */
+void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t size);
 
 /* The snapshot signal arrived: the next safe point writes a snapshot.
  * Async-signal-safe (one atomic store). */

@@ -252,6 +252,17 @@ struct gpucache_memory_series {
  * 1 KiB), into `buffer`, which it returns. */
 const char *gpucache_format_bytes(uint64_t bytes, char *buffer, size_t size);
 
+/* What an out-of-memory line says. */
+struct gpucache_oom_facts {
+    uint64_t request; /* the bytes the program asked for */
+    struct gpucache_memory_state state;
+    const struct gpucache_config *config;
+};
+
+/* PyTorch's out-of-memory message as one line (no newline) with the advice
+ * that fits the figures; returns the length it needed. */
+size_t gpucache_oom_message(const struct gpucache_oom_facts *facts, char *out, size_t size);
+
 /* Derives the allocated and reserved curve of one device's events:
  * allocated is allocated_bytes (the block sizes held, as the statistics
  * count them), moving at alloc and free_requested; reserved moves at segment

@@ -81,6 +81,8 @@ ROWS = [
      ("cuEventRecord", "1", "0")),
     ("passthrough", "pairs", None, "", "passthrough:True", ("cuMemAlloc_v2", "1", "100")),
     ("meminfo", "memory_info", None, "", "meminfo:raw", ("missing_mib", "0", "100")),
+    ("oom_message", "fill", "4GiB", "per_process_memory_fraction:0.25",
+     "per_process_memory_fraction:0.25,oom_message:False", ("oom_lines", "1", "0")),
     ("report", "one", None, "", "report:" + path("report-%p.json"),
      files_named("report-", is_json)),
     ("summary", "one", None, "", "summary:" + path("summary-%p.txt"),
@@ -106,7 +108,10 @@ def run(configuration, pattern, memory):
     if done.returncode != 0:
         raise RuntimeError(f"'{configuration}' {pattern}: exit {done.returncode}\n"
                            f"{done.stdout}{done.stderr}")
-    return dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
+    values = dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
+    values["oom_lines"] = str(sum(line.startswith("gpucache: out of memory on device ")
+                                  for line in done.stderr.splitlines()))
+    return values
 
 
 def clear_work():

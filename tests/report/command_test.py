@@ -462,6 +462,8 @@ def case_library_refuses(program, library, work, **_):
             conf = f'{key}:{folder}/{configured or name}'
             if mode == 'signal':
                 conf += ',snapshot_signal:SIGUSR1'
+            if mode == 'oom':
+                conf += ',oom_message:False'  # the refusal must be the only line
             env = preload_env(library, conf)
             if mode == 'oom':
                 env['GPUSIM_MEMORY'] = '200MiB'
