@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpucache_json.h"
+
 struct json_writer {
     char *out;
     size_t capacity;
@@ -45,18 +47,14 @@ static void emit_number(struct json_writer *writer, double value, const char *su
     emit(writer, "%s%s", text, suffix);
 }
 
+static void emit_bytes(void *sink, const char *bytes, size_t length)
+{
+    emit(sink, "%.*s", (int)length, bytes);
+}
+
 static void emit_string(struct json_writer *writer, const char *text)
 {
-    emit(writer, "\"");
-    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
-        if (*c == '"' || *c == '\\')
-            emit(writer, "\\%c", *c);
-        else if (*c < 0x20)
-            emit(writer, "\\u%04x", *c);
-        else
-            emit(writer, "%c", *c);
-    }
-    emit(writer, "\"");
+    gpucache_json_string(text, emit_bytes, writer);
 }
 
 static void emit_reserve(struct json_writer *writer, const struct gpucache_reserve *reserve)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpucache_json.h"
+
 /* Large enough that a snapshot of thousands of events costs few write(2)s. */
 #define OUTPUT_BUFFER_BYTES (256 * 1024)
 
@@ -82,18 +84,14 @@ void report_output_format(struct report_output *output, const char *format, ...)
     free(long_line);
 }
 
+static void output_bytes(void *sink, const char *bytes, size_t length)
+{
+    report_output_bytes(sink, bytes, length);
+}
+
 void report_output_json_string(struct report_output *output, const char *text)
 {
-    report_output_bytes(output, "\"", 1);
-    for (const unsigned char *at = (const unsigned char *)text; *at; at++) {
-        if (*at == '"' || *at == '\\')
-            report_output_format(output, "\\%c", *at);
-        else if (*at < 0x20)
-            report_output_format(output, "\\u%04x", *at);
-        else
-            report_output_bytes(output, at, 1);
-    }
-    report_output_bytes(output, "\"", 1);
+    gpucache_json_string(text, output_bytes, output);
 }
 
 bool report_output_finish(struct report_output *output)

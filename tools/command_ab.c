@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "gpucache_json.h"
 #include "gpucache_report.h"
 #include "library_location.h"
 #include "program_run.h"
@@ -308,18 +309,14 @@ static void print_table(FILE *out, const struct options *options, const struct c
                     columns[index].output_tail);
 }
 
+static void file_bytes(void *sink, const char *bytes, size_t length)
+{
+    fwrite(bytes, 1, length, sink);
+}
+
 static void print_json_string(FILE *out, const char *text)
 {
-    fputc('"', out);
-    for (const unsigned char *at = (const unsigned char *)text; *at; at++) {
-        if (*at == '"' || *at == '\\')
-            fprintf(out, "\\%c", *at);
-        else if (*at < 0x20)
-            fprintf(out, "\\u%04x", *at);
-        else
-            fputc(*at, out);
-    }
-    fputc('"', out);
+    gpucache_json_string(text, file_bytes, out);
 }
 
 /* The figures of one run, or a configuration's medians, as JSON members. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpucache_driver.h"
+#include "gpucache_json.h"
 
 #define CELL_SIZE 64
 
@@ -251,18 +252,14 @@ void replay_print_table(FILE *out, const struct replay_report *report)
     }
 }
 
+static void file_bytes(void *sink, const char *bytes, size_t length)
+{
+    fwrite(bytes, 1, length, sink);
+}
+
 static void print_json_string(FILE *out, const char *text)
 {
-    fputc('"', out);
-    for (const unsigned char *cursor = (const unsigned char *)text; *cursor; cursor++) {
-        if (*cursor == '"' || *cursor == '\\')
-            fprintf(out, "\\%c", *cursor);
-        else if (*cursor < 0x20)
-            fprintf(out, "\\u%04x", *cursor);
-        else
-            fputc(*cursor, out);
-    }
-    fputc('"', out);
+    gpucache_json_string(text, file_bytes, out);
 }
 
 static void print_json_stats(FILE *out, const struct gpucache_stats *stats)
