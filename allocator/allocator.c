@@ -1,12 +1,9 @@
 /* The caching allocator of one device: the malloc flow with its OOM retry
  * chain, splitting, freeing and merging, and the public entry points. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 #include "gpucache_allocator_testing.h"
 #include "segment_source.h"
 #include "size_policy.h"
@@ -102,7 +99,7 @@ static void unlink_into(struct block *survivor, struct block *gone)
 static size_t merge_neighbour(struct gpucache_allocator *allocator, struct block *block,
                               struct block *neighbour)
 {
-    free_pool_remove(allocator, neighbour);
+    free_blocks_remove(allocator, neighbour);
     if (neighbour == block->prev)
         block->address = neighbour->address;
     unlink_into(block, neighbour);
@@ -131,7 +128,7 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
     if (other != NULL) {
         split_blocks -= 1;
         split_bytes -= (int64_t)other->size;
-        free_pool_remove(allocator, other);
+        free_blocks_remove(allocator, other);
         if (other == survivor->prev)
             address = other->address;
         unlink_into(survivor, other);
@@ -140,7 +137,7 @@ static void merge_into_neighbour(struct gpucache_allocator *allocator, struct bl
             survivor->free_tick = other->free_tick;
         block_store_give(allocator, other);
     }
-    free_pool_resize(allocator, survivor, address, size);
+    free_blocks_resize(allocator, survivor, address, size);
     if (block_is_split(survivor)) {
         split_blocks += 1;
         split_bytes += (int64_t)size;
@@ -199,7 +196,7 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
         split_bytes += (int64_t)block->size;
     }
     change_inactive_split(allocator, block, split_blocks, split_bytes);
-    free_pool_insert(allocator, block);
+    free_blocks_insert(allocator, block);
 }
 
 /* Merges a free block with its free successor when no stream's work can
@@ -213,12 +210,12 @@ static bool coalesce_with_next(struct gpucache_allocator *allocator, struct bloc
     if (!same_stream && !(block_cleared(allocator, block) && block_cleared(allocator, next)))
         return false;
     int64_t bytes_before = (int64_t)(block->size + next->size);
-    free_pool_remove(allocator, block);
+    free_blocks_remove(allocator, block);
     if (!same_stream)
         block->free_tick = 0;
     merge_neighbour(allocator, block, next);
     uint64_t gc_count_base = block->gc_count_base;
-    free_pool_insert(allocator, block);
+    free_blocks_insert(allocator, block);
     block->gc_count_base = gc_count_base;
     if (block_is_split(block))
         change_inactive_split(allocator, block, -1, 0);
@@ -271,10 +268,10 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
             front->prev->next = front;
         remaining->prev = front;
         if (lower_bound)
-            free_pool_cut_lower_bound(allocator, remaining, remaining->address + rounded,
+            free_blocks_cut_lower_bound(allocator, remaining, remaining->address + rounded,
                                       remaining->size - rounded, rounded);
         else
-            free_pool_resize(allocator, remaining, remaining->address + rounded,
+            free_blocks_resize(allocator, remaining, remaining->address + rounded,
                              remaining->size - rounded);
         /* The signs are known here: no branch on them as in
          * change_inactive_split. */
@@ -288,7 +285,7 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
         }
         block = front;
     } else {
-        free_pool_remove(allocator, block);
+        free_blocks_remove(allocator, block);
         if (already_split)
             change_inactive_split(allocator, block, -1, -(int64_t)block->size);
     }
@@ -320,59 +317,10 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
 static struct block *take_cached_block(struct gpucache_allocator *allocator, enum pool_kind pool,
                                        gpucache_stream stream, size_t rounded)
 {
-    struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+    struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     if (block == NULL)
-        block = free_pool_cross_stream_fit(allocator, pool, stream, rounded);
+        block = free_blocks_cross_stream_fit(allocator, pool, stream, rounded);
     return block;
-}
-
-/* One line per allocator, the first time the device's size cannot be read:
- * the allocations that fail meanwhile say why. */
-static void write_unknown_capacity_message(struct gpucache_allocator *allocator,
-                                           gpucache_result result)
-{
-    if (allocator->capacity_error_reported)
-        return;
-    allocator->capacity_error_reported = true;
-    char line[256];
-    int length = snprintf(line, sizeof line,
-                          "gpucache: device %d: per_process_memory_fraction needs the device's "
-                          "memory size, but cuMemGetInfo failed with error %d; allocations "
-                          "that must grow the cache fail with out of memory until it answers\n",
-                          allocator->device, result);
-    if (length > 0) {
-        ssize_t written = write(STDERR_FILENO, line, (size_t)length < sizeof line ? (size_t)length
-                                                                               : sizeof line - 1);
-        (void)written; /* nothing better to do when stderr is gone */
-    }
-}
-
-/* Resolves the memory fraction's cap (and with it garbage collection) from
- * the device's total memory, before the first growth. A failed query is
- * asked again at once and at every later growth; meanwhile growth fails as
- * out of memory, so an unknown cap is never taken for an unlimited one. */
-static bool resolve_memory_limits(struct gpucache_allocator *allocator, gpucache_result *result)
-{
-    if (allocator->memory_limits_known)
-        return true;
-    size_t free_bytes = 0;
-    size_t total_bytes = 0;
-    gpucache_result query = GPUCACHE_SUCCESS;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        DRIVER_CALL(allocator, query, memory_info, allocator->device, &free_bytes, &total_bytes);
-        if (query == GPUCACHE_SUCCESS)
-            break;
-    }
-    if (query != GPUCACHE_SUCCESS) {
-        write_unknown_capacity_message(allocator, query);
-        *result = GPUCACHE_ERROR_OUT_OF_MEMORY;
-        return false;
-    }
-    allocator->allowed_memory_maximum =
-        (uint64_t)(allocator->config->per_process_memory_fraction * (double)total_bytes);
-    allocator->gc_enabled = allocator->config->garbage_collection_threshold > 0.0;
-    allocator->memory_limits_known = true;
-    return true;
 }
 
 /* Outcome of one attempt to get new device memory. */
@@ -401,7 +349,7 @@ static enum growth grow(struct gpucache_allocator *allocator, enum pool_kind poo
     }
     *result = segment_source_acquire(allocator, pool, stream, rounded, segment_size, out);
     if (*result == GPUCACHE_SUCCESS) {
-        free_pool_insert(allocator, *out);
+        free_blocks_insert(allocator, *out);
         return GROWTH_DONE;
     }
     return *result == GPUCACHE_ERROR_OUT_OF_MEMORY ? GROWTH_FAILED : GROWTH_REJECTED;
@@ -471,7 +419,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     /* Growth of the request's expandable size class failed: a free block of
      * the other class serves rather than an OOM. */
     if (growth != GROWTH_DONE &&
-        (block = free_pool_best_fit_other_class(allocator, pool, stream, rounded)) != NULL)
+        (block = free_blocks_best_fit_other_class(allocator, pool, stream, rounded)) != NULL)
         return block;
     if (growth == GROWTH_FAILED && release_available_cached_blocks(allocator, pool, stream, rounded))
         growth = grow(allocator, pool, stream, rounded, false, &block, result);
@@ -513,7 +461,7 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
             epochs_process_completed(allocator);
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
-        struct block *block = free_pool_best_fit(allocator, pool, stream, rounded);
+        struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
         /* In a plain segment the best fit is the lower bound itself. */
         bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
         if (block == NULL)
@@ -582,7 +530,7 @@ gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *alloca
             for (struct block *piece = block; piece != NULL; piece = piece->next) {
                 if (piece->state != BLOCK_FREE)
                     continue;
-                free_pool_remove(allocator, piece);
+                free_blocks_remove(allocator, piece);
                 change_inactive_split(allocator, piece, -1, -(int64_t)piece->size);
                 retain_block(allocator, piece);
             }
@@ -611,136 +559,10 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
     return block != NULL;
 }
 
-struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocator *allocator)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    struct gpucache_sync_point point = epochs_now(allocator);
-    pthread_mutex_unlock(&allocator->mutex);
-    return point;
-}
-
-/* Under the allocator's lock. */
-static void work_done_since(struct gpucache_allocator *allocator, bool whole_device,
-                            gpucache_stream stream, struct gpucache_sync_point since)
-{
-    if (whole_device)
-        epochs_all_work_done(allocator, since);
-    else
-        epochs_stream_work_done(allocator, stream, since);
-}
-
-void gpucache_allocator_synchronized_since(struct gpucache_allocator *allocator,
-                                           bool whole_device, gpucache_stream stream,
-                                           struct gpucache_sync_point since)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    work_done_since(allocator, whole_device, stream, since);
-    pthread_mutex_unlock(&allocator->mutex);
-}
-
-void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
-                                     gpucache_stream stream)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    work_done_since(allocator, whole_device, stream, epochs_now(allocator));
-    pthread_mutex_unlock(&allocator->mutex);
-}
-
-void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
-                                         gpucache_stream stream)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    epochs_retire_stream(allocator, stream);
-    pthread_mutex_unlock(&allocator->mutex);
-}
-
 void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);
     epochs_process_completed(allocator);
     release_cached_blocks(allocator);
     pthread_mutex_unlock(&allocator->mutex);
-}
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
-/* Conservative reuse clears blocks only by synchronizing the device, which
- * a report must not do on the program's behalf: its pending frees stay
- * pending. The lock is dropped between polls so that threads still running
- * at exit are not held up. */
-size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t patience_ns)
-{
-    int64_t deadline = monotonic_ns() + patience_ns;
-    pthread_mutex_lock(&allocator->mutex);
-    if (allocator->config->reuse != GPUCACHE_REUSE_CONSERVATIVE)
-        epochs_close_all_open(allocator);
-    for (;;) {
-        epochs_process_completed(allocator);
-        if (allocator->stats.pending_blocks.current == 0 ||
-            allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE || monotonic_ns() >= deadline)
-            break;
-        pthread_mutex_unlock(&allocator->mutex);
-        nanosleep(&(struct timespec){0, 100000}, NULL);
-        pthread_mutex_lock(&allocator->mutex);
-    }
-    size_t pending = (size_t)allocator->stats.pending_bytes.current;
-    pthread_mutex_unlock(&allocator->mutex);
-    return pending;
-}
-
-void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
-                                     struct gpucache_memory_state *state)
-{
-    memset(state, 0, sizeof *state);
-    state->device = allocator->device;
-    pthread_mutex_lock(&allocator->mutex);
-    state->allocated = (uint64_t)allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
-    state->reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
-    /* A walk of every free block: this runs after a failure, not per call. */
-    for (int pool = 0; pool < POOL_COUNT; pool++) {
-        struct block *block;
-        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
-            if (block->size > state->largest_free_block)
-                state->largest_free_block = block->size;
-    }
-    size_t free_bytes = 0, total_bytes = 0;
-    gpucache_result result;
-    DRIVER_CALL(allocator, result, memory_info, allocator->device, &free_bytes, &total_bytes);
-    if (result == GPUCACHE_SUCCESS) {
-        state->device_free = free_bytes;
-        state->device_total = total_bytes;
-    }
-    pthread_mutex_unlock(&allocator->mutex);
-}
-
-size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    int64_t cached = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current -
-                     allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
-    pthread_mutex_unlock(&allocator->mutex);
-    return (size_t)cached;
-}
-
-void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
-                                  struct gpucache_stats *stats)
-{
-    pthread_mutex_lock(&allocator->mutex);
-    *stats = allocator->stats;
-    pthread_mutex_unlock(&allocator->mutex);
-}
-
-void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
-                                     gpucache_event_observer *observer, void *context)
-{
-    /* No lock: the caller does this while no other thread uses the
-     * allocator, often under a lock of its own that must not nest the
-     * allocator's. */
-    allocator->observer = observer;
-    allocator->observer_context = context;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 #include "gpucache_allocator_testing.h"
 #include "segment_source.h"
 
@@ -202,8 +202,8 @@ static bool count_blocks(struct gpucache_allocator *allocator, struct recount *r
 
     struct segment *segment;
     RB_FOREACH(segment, segment_tree, &allocator->segments)
-        for (struct block *block = expandable_pool_first_unmapped(segment); block != NULL;
-             block = expandable_pool_next_unmapped(block)) {
+        for (struct block *block = expandable_first_unmapped(segment); block != NULL;
+             block = expandable_next_unmapped(block)) {
             if (!visit_block(allocator, block, recount, why, why_size))
                 return false;
             recount->blocks_by_state[BLOCK_UNMAPPED]++;
@@ -242,7 +242,7 @@ static bool check_segments(struct gpucache_allocator *allocator, struct recount 
         segments++;
         if (segment->kind == SEGMENT_EXPANDABLE) {
             size_t mapped = 0;
-            if (!expandable_pool_check_segment(segment, &mapped, why, why_size))
+            if (!expandable_check_segment(segment, &mapped, why, why_size))
                 return false;
             recount->reserved_bytes[segment->pool] += (int64_t)mapped;
             continue;

@@ -187,25 +187,19 @@ struct gpucache_allocator {
     void *observer_context;
 };
 
+/* Builds the event and calls the observer: out of line, so that a hit
+ * without an observer pays only the test in emit_block_event. */
+void observe_event(struct gpucache_allocator *allocator, enum gpucache_event_action action,
+                   uint64_t address, uint64_t size, uint64_t block_size, gpucache_stream stream);
+
 /* Reports one event to the observer, if any; `block_size` for the events
  * that change allocated_bytes (alloc, free_requested). */
 static inline void emit_block_event(struct gpucache_allocator *allocator,
                                     enum gpucache_event_action action, uint64_t address,
                                     uint64_t size, uint64_t block_size, gpucache_stream stream)
 {
-    if (allocator->observer == NULL)
-        return;
-    struct gpucache_event event = {
-        .time_ns = gpucache_event_now(),
-        .address = address,
-        .size = size,
-        .stream = (uint64_t)stream,
-        .block_size = block_size,
-        .thread = gpucache_event_thread_id(),
-        .device = (int16_t)allocator->device,
-        .action = (uint8_t)action,
-    };
-    allocator->observer(allocator->observer_context, &event);
+    if (__builtin_expect(allocator->observer != NULL, 0))
+        observe_event(allocator, action, address, size, block_size, stream);
 }
 
 static inline void emit_event(struct gpucache_allocator *allocator,
@@ -308,35 +302,35 @@ struct block *block_store_take(struct gpucache_allocator *allocator);
 void block_store_give(struct gpucache_allocator *allocator, struct block *block);
 void block_store_destroy(struct block_store *store);
 
-/* Free trees (free_pool.c). */
-void free_pool_insert(struct gpucache_allocator *allocator, struct block *block);
-void free_pool_remove(struct gpucache_allocator *allocator, struct block *block);
+/* Free trees (free_blocks.c). */
+void free_blocks_insert(struct gpucache_allocator *allocator, struct block *block);
+void free_blocks_remove(struct gpucache_allocator *allocator, struct block *block);
 /* Gives a free block in its tree a new extent (after a split or a merge).
  * Its key is changed in place when its neighbours in the tree keep their
  * order, which saves a removal and an insertion on the hot path. */
-void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
+void free_blocks_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size);
-/* free_pool_resize for a block that shrinks from the front, when it is the
+/* free_blocks_resize for a block that shrinks from the front, when it is the
  * first block of its stream in the tree of at least `bound` bytes (a best
  * fit for `bound`): while the new size is still `bound` or more, the tree
  * order holds without looking at a neighbour. */
-void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+void free_blocks_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
                                uint64_t address, uint64_t size, uint64_t bound);
 /* The smallest acceptable free block of `pool` for (stream, size), lowest
  * address on ties, or NULL; max_split_size rules applied. Not removed; a
  * lookup never maps or allocates memory. */
-struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,
+struct block *free_blocks_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool,
                                  gpucache_stream stream, size_t size);
-/* free_pool_best_fit that also accepts a block of the other expandable size
+/* free_blocks_best_fit that also accepts a block of the other expandable size
  * class: for the miss chain once growing the request's class failed. */
-struct block *free_pool_best_fit_other_class(struct gpucache_allocator *allocator,
+struct block *free_blocks_best_fit_other_class(struct gpucache_allocator *allocator,
                                              enum pool_kind pool, gpucache_stream stream,
                                              size_t size);
 /* The first free block of `stream` in `pool` of at least `size`, or NULL. */
-struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
+struct block *free_blocks_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
                                     gpucache_stream stream, size_t size);
 /* The best block of another stream that no GPU work can still be using. */
-struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
+struct block *free_blocks_cross_stream_fit(struct gpucache_allocator *allocator,
                                          enum pool_kind pool, gpucache_stream stream,
                                          size_t size);
 
@@ -425,6 +419,11 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */
 void coalesce_free_blocks(struct gpucache_allocator *allocator);
+
+/* Resolves the per_process_memory_fraction cap before the first growth;
+ * false (with *result out of memory) while the device cannot say its size
+ * (memory_limits.c). */
+bool resolve_memory_limits(struct gpucache_allocator *allocator, gpucache_result *result);
 
 /* Memory given back (memory_release.c). */
 void garbage_collect_cached_blocks(struct gpucache_allocator *allocator);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "allocator_internal.h"
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 
 struct heads {
     struct block **items;
@@ -129,8 +129,8 @@ static struct block **segment_heads(struct gpucache_allocator *allocator, size_t
     /* An expandable segment may begin with unmapped space. */
     struct segment *segment;
     RB_FOREACH(segment, segment_tree, &allocator->segments)
-        for (struct block *block = expandable_pool_first_unmapped(segment); block != NULL;
-             block = expandable_pool_next_unmapped(block))
+        for (struct block *block = expandable_first_unmapped(segment); block != NULL;
+             block = expandable_next_unmapped(block))
             add_if_head(&heads, block);
     if (heads.out_of_memory) {
         free(heads.items);

@@ -82,7 +82,7 @@ static void detach_for_growth(struct gpucache_allocator *allocator,
                               uint64_t map_end, struct block **spare)
 {
     if (block->state == BLOCK_FREE) {
-        free_pool_remove(allocator, block);
+        free_blocks_remove(allocator, block);
         return;
     }
     RB_REMOVE(unmapped_tree, &state->unmapped, block);
@@ -176,7 +176,7 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
         absorb_next(allocator, grown);
     }
     if (trailing != NULL) {
-        free_pool_remove(allocator, trailing);
+        free_blocks_remove(allocator, trailing);
         absorb_next(allocator, grown);
     }
     grown->stream = stream;
@@ -236,7 +236,7 @@ static size_t growth_with_slack(struct gpucache_allocator *allocator, const stru
     return slack_end > end ? (size_t)(slack_end - start->address) : size;
 }
 
-gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
+gpucache_result expandable_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out)
 {
@@ -294,7 +294,7 @@ static struct block *prefer_fixed_blocks(const struct gpucache_allocator *alloca
     return found;
 }
 
-struct block *expandable_pool_choose_free_block(const struct gpucache_allocator *allocator,
+struct block *expandable_choose_free_block(const struct gpucache_allocator *allocator,
                                                struct block *found, size_t size,
                                                bool other_class)
 {

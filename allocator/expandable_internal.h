@@ -2,11 +2,11 @@
  * expandable_growth.c, expandable_release.c): the state behind
  * segment->expandable, its tree of unmapped blocks, and the small block
  * helpers all three use. Private to those files; the rest of the allocator
- * uses expandable_pool.h. */
+ * uses expandable_segments.h. */
 #ifndef GPUCACHE_EXPANDABLE_INTERNAL_H
 #define GPUCACHE_EXPANDABLE_INTERNAL_H
 
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 #include "gpucache_expandable_segment.h"
 
 RB_HEAD(unmapped_tree, block);

@@ -118,7 +118,7 @@ bool expandable_destroy_segment(struct gpucache_allocator *allocator, struct seg
     return true;
 }
 
-void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
+void expandable_report_unmapping(struct gpucache_allocator *allocator,
                                       const struct segment *segment)
 {
     if (allocator->observer == NULL)
@@ -138,12 +138,12 @@ void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
     }
 }
 
-void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
+void expandable_drop_segment(struct gpucache_allocator *allocator,
                                   struct segment *segment, bool context_alive)
 {
     struct expandable_state *state = state_of(segment);
     if (context_alive) {
-        expandable_pool_report_unmapping(allocator, segment);
+        expandable_report_unmapping(allocator, segment);
         stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                           -(int64_t)state->pages->stats.mapped_bytes);
     }
@@ -191,19 +191,19 @@ bool expandable_block_is_split(const struct block *block)
            (block->next != NULL && block->next->state != BLOCK_UNMAPPED);
 }
 
-struct block *expandable_pool_first_unmapped(const struct segment *segment)
+struct block *expandable_first_unmapped(const struct segment *segment)
 {
     if (segment->kind != SEGMENT_EXPANDABLE)
         return NULL;
     return RB_MIN(unmapped_tree, &state_of(segment)->unmapped);
 }
 
-struct block *expandable_pool_next_unmapped(struct block *block)
+struct block *expandable_next_unmapped(struct block *block)
 {
     return RB_NEXT(unmapped_tree, &state_of(block->segment)->unmapped, block);
 }
 
-bool expandable_pool_check_segment(const struct segment *segment, size_t *mapped_bytes,
+bool expandable_check_segment(const struct segment *segment, size_t *mapped_bytes,
                                    char *why, size_t why_size)
 {
     struct expandable_state *state = state_of(segment);

@@ -74,7 +74,7 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
     count_split(allocator, before, -1);
     count_split(allocator, after, -1);
     count_split(allocator, block, -1);
-    free_pool_remove(allocator, block);
+    free_blocks_remove(allocator, block);
 
     /* [block | middle | tail]: the partial page before the hole stays in
      * `block`, the hole becomes `middle`, the rest after it `tail`. */
@@ -105,7 +105,7 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
         if (middle->next != NULL)
             middle->next->prev = tail;
         middle->next = tail;
-        free_pool_insert(allocator, tail);
+        free_blocks_insert(allocator, tail);
         tail->gc_count_base = gc_count_base;
         count_split(allocator, tail, 1);
     } else {
@@ -114,7 +114,7 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
     RB_INSERT(unmapped_tree, &state->unmapped, middle);
     middle = merge_unmapped(allocator, state, middle);
     if (block != NULL) {
-        free_pool_insert(allocator, block);
+        free_blocks_insert(allocator, block);
         block->gc_count_base = gc_count_base;
         count_split(allocator, block, 1);
     }
@@ -172,7 +172,7 @@ static bool has_whole_handle(const struct block *block)
                pages, block->address - block->segment->base, block->size) != 0;
 }
 
-size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator)
+size_t expandable_release_free_pages(struct gpucache_allocator *allocator)
 {
     /* Waiting completes epochs, which frees and merges blocks: done before
      * the candidates are collected so that none of them goes stale. */
@@ -254,7 +254,7 @@ static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
     }
 }
 
-size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target)
+size_t expandable_garbage_collect(struct gpucache_allocator *allocator, size_t target)
 {
     struct pool *pool = &allocator->pools[POOL_LARGE];
     request_fences_for_busy_blocks(allocator);

@@ -1,6 +1,6 @@
 /* Giving cached memory back to the driver: garbage collection, freeing just
  * enough oversize blocks, and releasing every idle segment. */
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 #include "segment_source.h"
 
 void garbage_collect_cached_blocks(struct gpucache_allocator *allocator)
@@ -46,7 +46,7 @@ void garbage_collect_cached_blocks(struct gpucache_allocator *allocator)
         }
     }
     if (reclaimed < target)
-        expandable_pool_garbage_collect(allocator, target - reclaimed);
+        expandable_garbage_collect(allocator, target - reclaimed);
 }
 
 bool release_available_cached_blocks(struct gpucache_allocator *allocator, enum pool_kind pool,
@@ -57,7 +57,7 @@ bool release_available_cached_blocks(struct gpucache_allocator *allocator, enum 
         return false;
     size_t key = size < max_split ? (size_t)max_split : size;
     struct free_tree *tree = &allocator->pools[pool].free_blocks;
-    struct block *found = free_pool_lower_bound(allocator, pool, stream, key);
+    struct block *found = free_blocks_lower_bound(allocator, pool, stream, key);
     if (found != NULL && segment_source_releasable(found))
         return segment_source_release(allocator, found);
 
@@ -88,5 +88,5 @@ void release_cached_blocks(struct gpucache_allocator *allocator)
             if (segment_source_releasable(block))
                 segment_source_release(allocator, block);
     }
-    expandable_pool_release_free_pages(allocator);
+    expandable_release_free_pages(allocator);
 }

@@ -327,7 +327,7 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
         if (state->stream == stream || state->stream == STREAM_RETIRED ||
             state->oldest != NULL || state->fenced_tick == allocator->tick)
             continue;
-        struct block *fitting = free_pool_lower_bound(allocator, pool, state->stream, size);
+        struct block *fitting = free_blocks_lower_bound(allocator, pool, state->stream, size);
         if (fitting != NULL && !block_cleared_in(allocator, state, fitting))
             epoch_close(allocator, state);
     }
@@ -340,8 +340,8 @@ static bool stream_has_uncleared_blocks(struct gpucache_allocator *allocator,
 {
     if (stream_state_cleared_tick(allocator, state) >= allocator->tick)
         return false;
-    return free_pool_lower_bound(allocator, POOL_SMALL, state->stream, 0) != NULL ||
-           free_pool_lower_bound(allocator, POOL_LARGE, state->stream, 0) != NULL;
+    return free_blocks_lower_bound(allocator, POOL_SMALL, state->stream, 0) != NULL ||
+           free_blocks_lower_bound(allocator, POOL_LARGE, state->stream, 0) != NULL;
 }
 
 /* Waits for the newest closed epoch of `state` and so for all of them.
@@ -397,15 +397,15 @@ static void rekey_free_blocks(struct gpucache_allocator *allocator, gpucache_str
                               uint64_t free_tick)
 {
     for (int pool = 0; pool < POOL_COUNT; pool++) {
-        struct block *block = free_pool_lower_bound(allocator, pool, from, 0);
+        struct block *block = free_blocks_lower_bound(allocator, pool, from, 0);
         while (block != NULL && block->stream == from) {
             struct block *next = RB_NEXT(free_tree, &allocator->pools[pool].free_blocks, block);
-            free_pool_remove(allocator, block);
+            free_blocks_remove(allocator, block);
             block->stream = STREAM_RETIRED;
             if (block->free_tick != 0)
                 block->free_tick = free_tick;
             uint64_t gc_count_base = block->gc_count_base;
-            free_pool_insert(allocator, block);
+            free_blocks_insert(allocator, block);
             block->gc_count_base = gc_count_base;
             block = next;
         }
@@ -510,4 +510,49 @@ void epochs_discard(struct gpucache_allocator *allocator, bool release_fences)
     }
     allocator->closed_epoch_count = 0;
     allocator->synchronous_closed_bytes[POOL_SMALL] = allocator->synchronous_closed_bytes[POOL_LARGE] = 0;
+}
+
+/* ---- what the program's synchronizations and stream destructions prove */
+
+struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocator *allocator)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct gpucache_sync_point point = epochs_now(allocator);
+    pthread_mutex_unlock(&allocator->mutex);
+    return point;
+}
+
+/* Under the allocator's lock. */
+static void work_done_since(struct gpucache_allocator *allocator, bool whole_device,
+                            gpucache_stream stream, struct gpucache_sync_point since)
+{
+    if (whole_device)
+        epochs_all_work_done(allocator, since);
+    else
+        epochs_stream_work_done(allocator, stream, since);
+}
+
+void gpucache_allocator_synchronized_since(struct gpucache_allocator *allocator,
+                                           bool whole_device, gpucache_stream stream,
+                                           struct gpucache_sync_point since)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    work_done_since(allocator, whole_device, stream, since);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool whole_device,
+                                     gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    work_done_since(allocator, whole_device, stream, epochs_now(allocator));
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
+                                         gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    epochs_retire_stream(allocator, stream);
+    pthread_mutex_unlock(&allocator->mutex);
 }

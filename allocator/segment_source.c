@@ -2,7 +2,7 @@
  * the driver's memory. */
 #include <stdlib.h>
 
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 #include "segment_source.h"
 
 static int segment_tree_compare(const struct segment *a, const struct segment *b)
@@ -46,11 +46,11 @@ static gpucache_result acquire_expandable(struct gpucache_allocator *allocator,
                                           enum pool_kind pool, gpucache_stream stream,
                                           size_t rounded_size, struct block **out)
 {
-    gpucache_result result = expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
+    gpucache_result result = expandable_acquire(allocator, pool, stream, rounded_size, out);
     if (result == GPUCACHE_SUCCESS || result == GPUCACHE_ERROR_OUT_OF_MEMORY ||
         context_error(result))
         return result;
-    result = expandable_pool_acquire(allocator, pool, stream, rounded_size, out);
+    result = expandable_acquire(allocator, pool, stream, rounded_size, out);
     if (result == GPUCACHE_SUCCESS || context_error(result))
         return result;
     return GPUCACHE_ERROR_OUT_OF_MEMORY;
@@ -110,7 +110,7 @@ bool segment_source_release(struct gpucache_allocator *allocator, struct block *
     DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);
     if (result != GPUCACHE_SUCCESS)
         return false;
-    free_pool_remove(allocator, block);
+    free_blocks_remove(allocator, block);
     RB_REMOVE(segment_tree, &allocator->segments, segment);
     count_segment(allocator, segment, -1);
     free(segment);
@@ -142,7 +142,7 @@ void segment_source_drop_all(struct gpucache_allocator *allocator, bool context_
     struct segment *next;
     RB_FOREACH_SAFE(segment, segment_tree, &allocator->segments, next) {
         if (segment->kind == SEGMENT_EXPANDABLE) {
-            expandable_pool_drop_segment(allocator, segment, context_alive);
+            expandable_drop_segment(allocator, segment, context_alive);
         } else if (context_alive) {
             gpucache_result result;
             DRIVER_CALL(allocator, result, device_free, allocator->device, segment->base);

@@ -4,8 +4,8 @@
  * any other; its unmapped address ranges are blocks in state BLOCK_UNMAPPED,
  * kept per segment, so blocks merge across page boundaries and growth
  * extends the free tail. */
-#ifndef GPUCACHE_EXPANDABLE_POOL_H
-#define GPUCACHE_EXPANDABLE_POOL_H
+#ifndef GPUCACHE_EXPANDABLE_SEGMENTS_H
+#define GPUCACHE_EXPANDABLE_SEGMENTS_H
 
 #include "allocator_internal.h"
 
@@ -16,7 +16,7 @@
  * OUT_OF_MEMORY when the pages cannot be mapped or the request is larger
  * than a reservation (then one line naming expandable_segments_reserve is
  * written to stderr, once per allocator). */
-gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
+gpucache_result expandable_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out);
 
@@ -30,7 +30,7 @@ gpucache_result expandable_pool_acquire(struct gpucache_allocator *allocator,
  * the miss chain grows that class), unless `other_class`, which the miss
  * chain sets once growth has failed. `found` itself when it is not
  * expandable. Never maps memory. */
-struct block *expandable_pool_choose_free_block(const struct gpucache_allocator *allocator,
+struct block *expandable_choose_free_block(const struct gpucache_allocator *allocator,
                                                struct block *found, size_t size,
                                                bool other_class);
 
@@ -38,16 +38,16 @@ struct block *expandable_pool_choose_free_block(const struct gpucache_allocator 
  * after the work of each segment's stream that may still touch them is done;
  * a segment left with no mapped page gives its address range back. Returns
  * the bytes of physical memory released. */
-size_t expandable_pool_release_free_pages(struct gpucache_allocator *allocator);
+size_t expandable_release_free_pages(struct gpucache_allocator *allocator);
 
 /* Garbage collection's share of expandable memory: unmaps the whole pages
  * of idle free large-pool blocks that end a mapped run, oldest first, until
  * `target` bytes are unmapped or none is left. Free blocks between live
  * blocks are left alone. Returns the bytes unmapped. */
-size_t expandable_pool_garbage_collect(struct gpucache_allocator *allocator, size_t target);
+size_t expandable_garbage_collect(struct gpucache_allocator *allocator, size_t target);
 
 /* Reports a segment_unmap event for every mapped range of `segment`. */
-void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
+void expandable_report_unmapping(struct gpucache_allocator *allocator,
                                       const struct segment *segment);
 
 /* Gives an expandable segment's pages and address range back to the driver
@@ -55,18 +55,18 @@ void expandable_pool_report_unmapping(struct gpucache_allocator *allocator,
  * not to a context, so they are given back even when the context died
  * (`context_alive` false: its events and statistics were already reported
  * as forgotten). The segment struct itself is the caller's. */
-void expandable_pool_drop_segment(struct gpucache_allocator *allocator,
+void expandable_drop_segment(struct gpucache_allocator *allocator,
                                   struct segment *segment, bool context_alive);
 
 /* For gpucache_allocator_check: the unmapped blocks of a segment in
  * address order (none for a plain segment). */
-struct block *expandable_pool_first_unmapped(const struct segment *segment);
-struct block *expandable_pool_next_unmapped(struct block *block);
+struct block *expandable_first_unmapped(const struct segment *segment);
+struct block *expandable_next_unmapped(struct block *block);
 
 /* For gpucache_allocator_check: the segment's unmapped blocks are whole,
  * unmapped, merged pages and everything else is mapped. On success
  * *mapped_bytes is what the segment holds reserved. */
-bool expandable_pool_check_segment(const struct segment *segment, size_t *mapped_bytes,
+bool expandable_check_segment(const struct segment *segment, size_t *mapped_bytes,
                                    char *why, size_t why_size);
 
 #endif

@@ -1,7 +1,7 @@
 /* The free trees of the two pools: best fit on (stream, size, address) in
  * O(log n), and the cross-stream fallback. */
 #include "allocator_internal.h"
-#include "expandable_pool.h"
+#include "expandable_segments.h"
 
 static int compare_keys(uint64_t a, uint64_t b)
 {
@@ -39,7 +39,7 @@ static struct block *search_key(struct block *key, gpucache_stream stream, uint6
 
 RB_GENERATE(free_tree, block, tree_link, free_tree_compare)
 
-void free_pool_insert(struct gpucache_allocator *allocator, struct block *block)
+void free_blocks_insert(struct gpucache_allocator *allocator, struct block *block)
 {
     struct pool *pool = &allocator->pools[block->pool];
     block->state = BLOCK_FREE;
@@ -47,7 +47,7 @@ void free_pool_insert(struct gpucache_allocator *allocator, struct block *block)
     RB_INSERT(free_tree, &pool->free_blocks, block);
 }
 
-void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
+void free_blocks_resize(struct gpucache_allocator *allocator, struct block *block,
                       uint64_t address, uint64_t size)
 {
     struct pool *pool = &allocator->pools[block->pool];
@@ -67,13 +67,13 @@ void free_pool_resize(struct gpucache_allocator *allocator, struct block *block,
     block->gc_count_base = pool->gc_clock;
 }
 
-void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
+void free_blocks_cut_lower_bound(struct gpucache_allocator *allocator, struct block *block,
                                uint64_t address, uint64_t size, uint64_t bound)
 {
     /* Blocks of the stream before it are smaller than `bound`, so smaller
      * than the new size; those after it are larger than its old key. */
     if (size < bound) {
-        free_pool_resize(allocator, block, address, size);
+        free_blocks_resize(allocator, block, address, size);
         return;
     }
     block->address = address;
@@ -81,7 +81,7 @@ void free_pool_cut_lower_bound(struct gpucache_allocator *allocator, struct bloc
     block->gc_count_base = allocator->pools[block->pool].gc_clock;
 }
 
-void free_pool_remove(struct gpucache_allocator *allocator, struct block *block)
+void free_blocks_remove(struct gpucache_allocator *allocator, struct block *block)
 {
     RB_REMOVE(free_tree, &allocator->pools[block->pool].free_blocks, block);
 }
@@ -109,7 +109,7 @@ static struct block *lower_bound(struct pool *pool, gpucache_stream stream, size
     return RB_NFIND(free_tree, &pool->free_blocks, search_key(&key, stream, size, 0));
 }
 
-struct block *free_pool_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
+struct block *free_blocks_lower_bound(struct gpucache_allocator *allocator, enum pool_kind pool,
                                     gpucache_stream stream, size_t size)
 {
     struct block *found = lower_bound(&allocator->pools[pool], stream, size);
@@ -124,7 +124,7 @@ static struct block *best_fit(struct gpucache_allocator *allocator, struct pool 
         return NULL;
     /* The call, across files, costs more than the test on the hot path. */
     if (found->segment->kind == SEGMENT_EXPANDABLE &&
-        (found = expandable_pool_choose_free_block(allocator, found, size, other_class)) == NULL)
+        (found = expandable_choose_free_block(allocator, found, size, other_class)) == NULL)
         return NULL;
     /* The set is size-ordered, so when the smallest fitting block breaks the
      * oversize rules no acceptable block exists. */
@@ -133,7 +133,7 @@ static struct block *best_fit(struct gpucache_allocator *allocator, struct pool 
     return found;
 }
 
-struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool_kind,
+struct block *free_blocks_best_fit(struct gpucache_allocator *allocator, enum pool_kind pool_kind,
                                  gpucache_stream stream, size_t size)
 {
     struct pool *pool = &allocator->pools[pool_kind];
@@ -142,14 +142,14 @@ struct block *free_pool_best_fit(struct gpucache_allocator *allocator, enum pool
     return best_fit(allocator, pool, stream, size, false);
 }
 
-struct block *free_pool_best_fit_other_class(struct gpucache_allocator *allocator,
+struct block *free_blocks_best_fit_other_class(struct gpucache_allocator *allocator,
                                              enum pool_kind pool_kind, gpucache_stream stream,
                                              size_t size)
 {
     return best_fit(allocator, &allocator->pools[pool_kind], stream, size, true);
 }
 
-struct block *free_pool_cross_stream_fit(struct gpucache_allocator *allocator,
+struct block *free_blocks_cross_stream_fit(struct gpucache_allocator *allocator,
                                          enum pool_kind pool_kind, gpucache_stream stream,
                                          size_t size)
 {

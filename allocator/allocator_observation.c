@@ -1,0 +1,106 @@
+/* What the allocator tells about itself: events to its observer,
+ * statistics, the memory state an out-of-memory message gives, and the
+ * settling of pending frees before the reports at exit. */
+#include <string.h>
+#include <time.h>
+
+#include "allocator_internal.h"
+
+void observe_event(struct gpucache_allocator *allocator, enum gpucache_event_action action,
+                   uint64_t address, uint64_t size, uint64_t block_size, gpucache_stream stream)
+{
+    struct gpucache_event event = {
+        .time_ns = gpucache_event_now(),
+        .address = address,
+        .size = size,
+        .stream = (uint64_t)stream,
+        .block_size = block_size,
+        .thread = gpucache_event_thread_id(),
+        .device = (int16_t)allocator->device,
+        .action = (uint8_t)action,
+    };
+    allocator->observer(allocator->observer_context, &event);
+}
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Conservative reuse clears blocks only by synchronizing the device, which
+ * a report must not do on the program's behalf: its pending frees stay
+ * pending. The lock is dropped between polls so that threads still running
+ * at exit are not held up. */
+size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t patience_ns)
+{
+    int64_t deadline = monotonic_ns() + patience_ns;
+    pthread_mutex_lock(&allocator->mutex);
+    if (allocator->config->reuse != GPUCACHE_REUSE_CONSERVATIVE)
+        epochs_close_all_open(allocator);
+    for (;;) {
+        epochs_process_completed(allocator);
+        if (allocator->stats.pending_blocks.current == 0 ||
+            allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE || monotonic_ns() >= deadline)
+            break;
+        pthread_mutex_unlock(&allocator->mutex);
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        pthread_mutex_lock(&allocator->mutex);
+    }
+    size_t pending = (size_t)allocator->stats.pending_bytes.current;
+    pthread_mutex_unlock(&allocator->mutex);
+    return pending;
+}
+
+void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
+                                     struct gpucache_memory_state *state)
+{
+    memset(state, 0, sizeof *state);
+    state->device = allocator->device;
+    pthread_mutex_lock(&allocator->mutex);
+    state->allocated = (uint64_t)allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
+    state->reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
+    /* A walk of every free block: this runs after a failure, not per call. */
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        struct block *block;
+        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks)
+            if (block->size > state->largest_free_block)
+                state->largest_free_block = block->size;
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, memory_info, allocator->device, &free_bytes, &total_bytes);
+    if (result == GPUCACHE_SUCCESS) {
+        state->device_free = free_bytes;
+        state->device_total = total_bytes;
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    int64_t cached = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current -
+                     allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
+    pthread_mutex_unlock(&allocator->mutex);
+    return (size_t)cached;
+}
+
+void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
+                                  struct gpucache_stats *stats)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    *stats = allocator->stats;
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+void gpucache_allocator_set_observer(struct gpucache_allocator *allocator,
+                                     gpucache_event_observer *observer, void *context)
+{
+    /* No lock: the caller does this while no other thread uses the
+     * allocator, often under a lock of its own that must not nest the
+     * allocator's. */
+    allocator->observer = observer;
+    allocator->observer_context = context;
+}
