@@ -14,7 +14,6 @@
 #include "gpucache_report.h"
 #include "library_location.h"
 #include "program_run.h"
-#include "replay_report.h"
 
 #define BASELINE_CONFIGURATION "passthrough:True"
 #define MAX_REPEAT 1000
@@ -246,10 +245,10 @@ static void format_cell(const struct column *column, enum row row, char *cell, s
         snprintf(cell, size, "%.3f-%.3f s", times[0], times[count - 1]);
         break;
     case ROW_PEAK_ALLOCATED:
-        replay_format_bytes(allocated, cell, size);
+        gpucache_format_bytes(allocated, cell, size);
         break;
     case ROW_PEAK_RESERVED:
-        replay_format_bytes(reserved, cell, size);
+        gpucache_format_bytes(reserved, cell, size);
         break;
     case ROW_UTILISATION:
         if (reserved)

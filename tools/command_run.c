@@ -90,7 +90,7 @@ static void print_report_notes(const char *path)
     fclose(file);
     text[length] = '\0';
     struct data_document document = {0};
-    struct replay_error error;
+    struct read_error error;
     if (!json_read(text, length, &document, &error))
         return;
     const struct data_value *passthrough = data_dict_get(document.root, "passthrough_calls");

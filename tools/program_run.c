@@ -117,7 +117,7 @@ static void add_report(const char *path, struct program_figures *figures)
     if (!text)
         return;
     struct data_document document = {0};
-    struct replay_error error;
+    struct read_error error;
     if (json_read(text, length, &document, &error)) {
         const struct data_value *devices = data_dict_get(document.root, "devices");
         for (size_t index = 0; devices && devices->kind == DATA_LIST &&

@@ -60,7 +60,7 @@ static bool measure(const char *name, const struct replay_trace *trace, double r
 static bool measure_file(const char *path, const struct gpucache_config *config)
 {
     struct replay_trace trace;
-    struct replay_error error;
+    struct read_error error;
     double start = now_seconds();
     if (!trace_load(path, SNAPSHOT_ANY_DEVICE, &trace, &error)) {
         fprintf(stderr, "%s: %s\n", path, error.message);
@@ -85,7 +85,7 @@ static bool measure_synthetic(size_t event_count, const struct gpucache_config *
     size_t live = 0;
     struct replay_trace trace;
     struct replay_trace_builder builder;
-    struct replay_error error;
+    struct read_error error;
     double start = now_seconds();
     replay_builder_init(&builder, &trace, "synthetic");
     for (size_t index = 0; index < event_count; index++) {

@@ -16,14 +16,14 @@ TestSuite(json_reader, .fini = release);
 
 static const struct data_value *read_ok(const char *text)
 {
-    struct replay_error error = {{0}};
+    struct read_error error = {{0}};
     cr_assert(json_read(text, strlen(text), &document, &error), "%s", error.message);
     return document.root;
 }
 
 static void expect_error(const char *text, const char *message)
 {
-    struct replay_error error = {{0}};
+    struct read_error error = {{0}};
     cr_assert_not(json_read(text, strlen(text), &document, &error), "accepted: %s", text);
     cr_assert_str_eq(error.message, message);
     cr_assert_null(document.root);

@@ -19,13 +19,13 @@ TestSuite(pickle_reader, .fini = release);
 #define READ_OK(bytes)                                                                             \
     do {                                                                                           \
         static const uint8_t input[] = bytes;                                                      \
-        struct replay_error error = {{0}};                                                         \
+        struct read_error error = {{0}};                                                         \
         cr_assert(pickle_read(input, sizeof input - 1, &document, &error), "%s", error.message);   \
     } while (0)
 
 static void expect_error(const uint8_t *input, size_t length, const char *message)
 {
-    struct replay_error error = {{0}};
+    struct read_error error = {{0}};
     cr_assert_not(pickle_read(input, length, &document, &error));
     cr_assert_str_eq(error.message, message);
     cr_assert_null(document.root);

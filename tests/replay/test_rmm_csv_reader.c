@@ -16,14 +16,14 @@ static void release(void)
 
 TestSuite(rmm_csv_reader, .fini = release);
 
-static bool read_text(const char *text, struct replay_error *error)
+static bool read_text(const char *text, struct read_error *error)
 {
     return rmm_csv_read(text, strlen(text), &trace, error);
 }
 
 static void expect_error(const char *text, const char *message)
 {
-    struct replay_error error = {{0}};
+    struct read_error error = {{0}};
     cr_assert_not(read_text(text, &error), "accepted: %s", text);
     cr_assert_str_eq(error.message, message);
     cr_assert_eq(trace.event_count, 0, "a failed read leaves no events");
@@ -31,7 +31,7 @@ static void expect_error(const char *text, const char *message)
 
 Test(rmm_csv_reader, reads_rows_and_pairs_each_free_with_its_allocation)
 {
-    struct replay_error error;
+    struct read_error error;
     cr_assert(read_text(HEADER "140573312345856,10:00:00.000001,allocate,0x7f0a00000000,1024,0x0\n"
                                "140573312345856,10:00:00.000002,allocate,0x7f0a00000400,2048,0x0\n"
                                "140573312345857,10:00:00.5,free,0x7f0a00000000,1024,0x0\n"
@@ -59,7 +59,7 @@ Test(rmm_csv_reader, reads_rows_and_pairs_each_free_with_its_allocation)
 
 Test(rmm_csv_reader, distinct_streams_get_distinct_indexes)
 {
-    struct replay_error error;
+    struct read_error error;
     cr_assert(read_text(HEADER "1,1.0,allocate,0x1000,512,0x0\n"
                                "1,1.0,allocate,0x2000,512,0x55d0c0a0\n"
                                "1,1.0,allocate,0x3000,512,1439744160\n",
@@ -73,7 +73,7 @@ Test(rmm_csv_reader, distinct_streams_get_distinct_indexes)
 
 Test(rmm_csv_reader, skips_allocation_failures_and_blank_lines_and_accepts_crlf)
 {
-    struct replay_error error;
+    struct read_error error;
     cr_assert(read_text(RMM_CSV_HEADER "\r\n"
                                        "1,1.0,allocate failure,(nil),1099511627776,0x0\r\n"
                                        "\r\n"
@@ -86,7 +86,7 @@ Test(rmm_csv_reader, skips_allocation_failures_and_blank_lines_and_accepts_crlf)
 
 Test(rmm_csv_reader, a_free_of_an_unknown_pointer_is_an_allocation_made_before_the_log)
 {
-    struct replay_error error;
+    struct read_error error;
     cr_assert(read_text(HEADER "1,1.0,allocate,0x9000,512,0x0\n"
                                "1,1.0,free,0x5000,3000,0x7\n"
                                "1,1.0,free,0x3000,1000,0x0\n",

@@ -278,7 +278,7 @@ int command_replay(int argc, char **argv)
         status = EXIT_USAGE;
         goto done;
     }
-    struct replay_error error;
+    struct read_error error;
     bool loaded = compact_trace_file(options.trace_path)
                       ? compact_trace_load(options.trace_path,
                                            options.device == SNAPSHOT_ANY_DEVICE ? -1 : options.device,

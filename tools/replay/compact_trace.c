@@ -25,7 +25,7 @@ bool compact_trace_file(const char *path)
 }
 
 bool compact_trace_load(const char *path, int device, struct replay_trace *trace,
-                        struct replay_error *error)
+                        struct read_error *error)
 {
     uint8_t *data = NULL;
     size_t length = 0;
@@ -37,7 +37,7 @@ bool compact_trace_load(const char *path, int device, struct replay_trace *trace
     struct gpucache_event *events = gpucache_trace_read_compact(text, &count, message, sizeof message);
     free(text);
     if (!events && message[0])
-        return replay_fail(error, "%s (read as the library's trace, as trace: writes it)", message);
+        return read_fail(error, "%s (read as the library's trace, as trace: writes it)", message);
     /* One device's events: the CSV has no device column. */
     int chosen = device;
     size_t kept = 0;
@@ -47,7 +47,7 @@ bool compact_trace_load(const char *path, int device, struct replay_trace *trace
         else if (device < 0 && events[i].device != chosen) {
             int other = events[i].device;
             free(events);
-            return replay_fail(error, "the trace holds devices %d and %d (choose one with --device)",
+            return read_fail(error, "the trace holds devices %d and %d (choose one with --device)",
                                chosen, other);
         }
         if (events[i].device == chosen)
@@ -55,7 +55,7 @@ bool compact_trace_load(const char *path, int device, struct replay_trace *trace
     }
     if (device >= 0 && kept == 0 && count > 0) {
         free(events);
-        return replay_fail(error, "the trace holds no event of device %d", device);
+        return read_fail(error, "the trace holds no event of device %d", device);
     }
     count = kept;
     int fd = memfd_create("gpucache-trace-csv", MFD_CLOEXEC);
@@ -68,7 +68,7 @@ bool compact_trace_load(const char *path, int device, struct replay_trace *trace
         close(fd);
     if (!ok) {
         free(csv);
-        return replay_fail(error, "cannot convert the library's trace (out of host memory)");
+        return read_fail(error, "cannot convert the library's trace (out of host memory)");
     }
     csv[size] = '\0';
     ok = rmm_csv_read(csv, (size_t)size, trace, error);

@@ -16,6 +16,6 @@ bool compact_trace_file(const char *path);
  * hold, so both files of one run replay alike; false with `error`
  * otherwise. */
 bool compact_trace_load(const char *path, int device, struct replay_trace *trace,
-                        struct replay_error *error);
+                        struct read_error *error);
 
 #endif

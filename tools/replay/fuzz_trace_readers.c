@@ -46,7 +46,7 @@ static void check_trace(const struct replay_trace *trace)
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     struct replay_trace trace;
-    struct replay_error error = {{0}};
+    struct read_error error = {{0}};
     bool ok = snapshot_recognised(data, size)
                   ? snapshot_read(data, size, SNAPSHOT_ANY_DEVICE, &trace, &error)
                   : rmm_csv_read((const char *)data, size, &trace, &error);

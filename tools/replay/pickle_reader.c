@@ -101,14 +101,14 @@ struct reader {
     struct data_value **memo;
     size_t memo_capacity;
     size_t memo_entries; /* distinct memo keys set; MEMOIZE uses it as the next key */
-    struct replay_error *error;
+    struct read_error *error;
 };
 
 static bool fail(struct reader *reader, const char *problem)
 {
     uint8_t opcode = reader->data[reader->opcode_offset];
     const char *name = opcodes[opcode].name;
-    return replay_fail(reader->error, "byte %zu: %s %s", reader->opcode_offset,
+    return read_fail(reader->error, "byte %zu: %s %s", reader->opcode_offset,
                        name ? name : "opcode", problem);
 }
 
@@ -320,15 +320,15 @@ static bool refuse(struct reader *reader, uint8_t opcode)
 {
     const struct opcode_info *info = &opcodes[opcode];
     if (!info->name)
-        return replay_fail(reader->error, "byte %zu: unknown pickle opcode 0x%02x",
+        return read_fail(reader->error, "byte %zu: unknown pickle opcode 0x%02x",
                            reader->opcode_offset, opcode);
     if (info->kind == OPCODE_CODE)
-        return replay_fail(reader->error,
+        return read_fail(reader->error,
                            "byte %zu: opcode %s (0x%02x) refused: it would import or call Python "
                            "code, and a memory snapshot holds only dicts, lists, tuples, numbers "
                            "and strings",
                            reader->opcode_offset, info->name, opcode);
-    return replay_fail(reader->error,
+    return read_fail(reader->error,
                        "byte %zu: opcode %s (0x%02x) is not supported: memory snapshots "
                        "(pickle protocol 2 to 5) do not use it",
                        reader->opcode_offset, info->name, opcode);
@@ -436,17 +436,17 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
 }
 
 bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
-                 struct replay_error *error)
+                 struct read_error *error)
 {
     *document = (struct data_document){0};
     if (length == 0 || data[0] != 0x80)
-        return replay_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
+        return read_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
                                   "the PROTO opcode 0x80)");
     struct reader reader = {.data = data, .length = length, .document = document, .error = error};
     bool stopped = false, ok = true;
     while (ok && !stopped) {
         if (reader.offset == length) {
-            ok = replay_fail(error, "byte %zu: the file ends before the STOP opcode", length);
+            ok = read_fail(error, "byte %zu: the file ends before the STOP opcode", length);
             break;
         }
         reader.opcode_offset = reader.offset;

@@ -17,6 +17,6 @@
 /* Reads the pickle in `data`. On failure `error` holds "byte N: <problem>"
  * and the document is empty. */
 bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
-                 struct replay_error *error);
+                 struct read_error *error);
 
 #endif

@@ -1,44 +1,11 @@
 #include "replay_trace.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "growable_array.h"
-
-bool replay_fail(struct replay_error *error, const char *format, ...)
-{
-    va_list arguments;
-    va_start(arguments, format);
-    vsnprintf(error->message, sizeof error->message, format, arguments);
-    va_end(arguments);
-    return false;
-}
-
-const char *replay_quote(const char *text, size_t length, char *buffer, size_t size)
-{
-    enum { SHOWN = 40 };
-    size_t used = 0;
-    if (size < 8)
-        return buffer;
-    buffer[used++] = '\'';
-    for (size_t index = 0; index < length && index < SHOWN && used + 9 < size; index++) {
-        unsigned char byte = (unsigned char)text[index];
-        if (byte >= 0x20 && byte < 0x7f)
-            buffer[used++] = (char)byte;
-        else
-            used += (size_t)snprintf(buffer + used, size - used, "\\x%02x", byte);
-    }
-    if (length > SHOWN && used + 5 < size) {
-        memcpy(buffer + used, "...", 3);
-        used += 3;
-    }
-    buffer[used++] = '\'';
-    buffer[used] = '\0';
-    return buffer;
-}
 
 const char *replay_position_format(struct replay_position position, char *buffer, size_t size)
 {
@@ -93,9 +60,9 @@ void replay_builder_abandon(struct replay_trace_builder *builder)
     replay_trace_destroy(builder->trace);
 }
 
-static bool out_of_memory(struct replay_error *error)
+static bool out_of_memory(struct read_error *error)
 {
-    return replay_fail(error, "out of host memory while reading the trace");
+    return read_fail(error, "out of host memory while reading the trace");
 }
 
 /* The index of a recorded handle (stream or thread id) in `table`. */
@@ -165,7 +132,7 @@ static bool add_inferred(struct replay_trace_builder *builder, const struct repl
 }
 
 bool replay_builder_add(struct replay_trace_builder *builder, const struct replay_record *record,
-                        struct replay_error *error)
+                        struct read_error *error)
 {
     struct replay_trace *trace = builder->trace;
     char here[64], there[64];
@@ -178,7 +145,7 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
 
     if (record->action == REPLAY_ALLOC) {
         if (seen && builder->slots[slot].live)
-            return replay_fail(
+            return read_fail(
                 error,
                 "%s: allocation at 0x%" PRIx64 ", which is still live "
                 "(allocated at %s)",
@@ -189,7 +156,7 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
         trace->alloc_count++;
     } else {
         if (seen && !builder->slots[slot].live)
-            return replay_fail(
+            return read_fail(
                 error, "%s: free of 0x%" PRIx64 ", already freed at %s",
                 replay_position_format(record->position, here, sizeof here), record->address,
                 replay_position_format(builder->slots[slot].freed_at, there, sizeof there));
@@ -208,14 +175,14 @@ bool replay_builder_add(struct replay_trace_builder *builder, const struct repla
 }
 
 bool replay_builder_final_block(struct replay_trace_builder *builder,
-                                const struct replay_record *block, struct replay_error *error)
+                                const struct replay_record *block, struct read_error *error)
 {
     uint32_t slot;
     if (address_map_get(&builder->slot_of_address, block->address, &slot)) {
         if (builder->slots[slot].live)
             return true;
         char here[64], there[64];
-        return replay_fail(
+        return read_fail(
             error,
             "%s: block 0x%" PRIx64 " is allocated in the final state, but %s "
             "freed it and the trace never allocated it again",
@@ -257,7 +224,7 @@ static uint64_t peak_live_bytes(const struct replay_trace *trace)
     return peak;
 }
 
-bool replay_builder_finish(struct replay_trace_builder *builder, struct replay_error *error)
+bool replay_builder_finish(struct replay_trace_builder *builder, struct read_error *error)
 {
     struct replay_trace *trace = builder->trace;
     size_t inferred = builder->inferred_count;

@@ -11,21 +11,7 @@
 #include <stdint.h>
 
 #include "address_map.h"
-
-/* A reader's complaint: "<position>: <problem>", without the file name. */
-struct replay_error {
-    char message[512];
-};
-
-/* Fills `error` printf-style; always returns false so readers can
- * `return replay_fail(...)`. */
-bool replay_fail(struct replay_error *error, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Quotes input text for a message: 'text', at most 40 bytes of it (then
- * "..."), bytes that are not printable ASCII written as \xNN. Returns
- * `buffer`; 170 bytes hold any quote whole. */
-const char *replay_quote(const char *text, size_t length, char *buffer, size_t size);
+#include "read_error.h"
 
 /* Where in the input an event came from. */
 enum replay_origin {
@@ -121,18 +107,18 @@ void replay_builder_init(struct replay_trace_builder *builder, struct replay_tra
  * address never seen before is an allocation made before the recording
  * began, and is inferred. */
 bool replay_builder_add(struct replay_trace_builder *builder, const struct replay_record *record,
-                        struct replay_error *error);
+                        struct read_error *error);
 
 /* Declares a block the final state shows as allocated. A block the trace left
  * live is explained; one it never saw was allocated before the recording and
  * is inferred; one the trace freed and never reallocated is a contradiction. */
 bool replay_builder_final_block(struct replay_trace_builder *builder,
-                                const struct replay_record *block, struct replay_error *error);
+                                const struct replay_record *block, struct read_error *error);
 
 /* Places the inferred allocations first (in address order, the order a fresh
  * segment hands addresses out) and completes the trace. The builder is
  * released either way; on failure the trace is destroyed. */
-bool replay_builder_finish(struct replay_trace_builder *builder, struct replay_error *error);
+bool replay_builder_finish(struct replay_trace_builder *builder, struct read_error *error);
 
 /* Releases the builder and destroys the partial trace (after a reader error). */
 void replay_builder_abandon(struct replay_trace_builder *builder);

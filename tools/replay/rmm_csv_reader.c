@@ -20,7 +20,7 @@ static bool field_is(struct field field, const char *word)
 
 static const char *quoted(struct field field, char *buffer, size_t size)
 {
-    return replay_quote(field.start, field.length, buffer, size);
+    return read_quote(field.start, field.length, buffer, size);
 }
 
 /* Unsigned integer in `base` over the whole field; false on anything else or
@@ -121,16 +121,16 @@ static const char *const column_names[FIELD_COUNT] = {"Thread",  "Time", "Action
                                                       "Pointer", "Size", "Stream"};
 
 /* "line N: <Column> '<value>' <problem>". */
-static bool bad_field(struct replay_error *error, uint32_t line,
+static bool bad_field(struct read_error *error, uint32_t line,
                       const struct field fields[FIELD_COUNT], size_t column, const char *problem)
 {
     char shown[200];
-    return replay_fail(error, "line %" PRIu32 ": %s %s %s", line, column_names[column],
+    return read_fail(error, "line %" PRIu32 ": %s %s %s", line, column_names[column],
                        quoted(fields[column], shown, sizeof shown), problem);
 }
 
 static bool read_row(struct replay_trace_builder *builder, const struct field fields[FIELD_COUNT],
-                     uint32_t line, struct replay_error *error)
+                     uint32_t line, struct read_error *error)
 {
     struct replay_record record = {.position = {.origin = REPLAY_ORIGIN_CSV_LINE, .major = line}};
 
@@ -144,7 +144,7 @@ static bool read_row(struct replay_trace_builder *builder, const struct field fi
         record.action = REPLAY_FREE;
     } else {
         char shown[200];
-        return replay_fail(error,
+        return read_fail(error,
                            "line %" PRIu32 ": unknown action %s (expected allocate, free, "
                            "deallocate or allocate failure)",
                            line, quoted(fields[2], shown, sizeof shown));
@@ -168,7 +168,7 @@ static bool read_row(struct replay_trace_builder *builder, const struct field fi
 }
 
 bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
-                  struct replay_error *error)
+                  struct read_error *error)
 {
     struct replay_trace_builder builder;
     replay_builder_init(&builder, trace, "RMM replay CSV");
@@ -192,7 +192,7 @@ bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
             header_seen = true;
             if (line_length != strlen(RMM_CSV_HEADER) || memcmp(row, RMM_CSV_HEADER, line_length)) {
                 char shown[200];
-                replay_fail(error, "line %" PRIu32 ": header is %s (expected '" RMM_CSV_HEADER "')",
+                read_fail(error, "line %" PRIu32 ": header is %s (expected '" RMM_CSV_HEADER "')",
                             line, quoted((struct field){row, line_length}, shown, sizeof shown));
                 replay_builder_abandon(&builder);
                 return false;
@@ -202,7 +202,7 @@ bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
         size_t count = split_row(row, line_length, fields);
         bool ok = count == FIELD_COUNT
                       ? read_row(&builder, fields, line, error)
-                      : replay_fail(error,
+                      : read_fail(error,
                                     "line %" PRIu32 ": %zu fields (expected 6: " RMM_CSV_HEADER ")",
                                     line, count);
         if (!ok) {
@@ -211,7 +211,7 @@ bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
         }
     }
     if (!header_seen) {
-        replay_fail(error, "line 1: empty file (expected the header '" RMM_CSV_HEADER "')");
+        read_fail(error, "line 1: empty file (expected the header '" RMM_CSV_HEADER "')");
         replay_builder_abandon(&builder);
         return false;
     }

@@ -14,6 +14,6 @@
 /* Parses `length` bytes of CSV text into `trace`. On failure the trace is
  * empty and `error` holds "line N: <problem>". */
 bool rmm_csv_read(const char *text, size_t length, struct replay_trace *trace,
-                  struct replay_error *error);
+                  struct read_error *error);
 
 #endif

@@ -25,19 +25,19 @@ static bool is_known_action(const struct data_value *action)
 /* Reads integer field `key` of `dict`; `where` names the dict in messages.
  * A missing optional field leaves *value untouched. */
 static bool integer_field(const struct data_value *dict, const char *key, bool required,
-                          const char *where, int64_t *value, struct replay_error *error)
+                          const char *where, int64_t *value, struct read_error *error)
 {
     const struct data_value *field = data_dict_get(dict, key);
     if (!field) {
         if (required)
-            return replay_fail(error, "%s: '%s' is missing", where, key);
+            return read_fail(error, "%s: '%s' is missing", where, key);
         return true;
     }
     if (field->kind != DATA_INT)
-        return replay_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
+        return read_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
                            data_kind_name(field->kind));
     if (field->too_wide)
-        return replay_fail(error,
+        return read_fail(error,
                            "%s: '%s' does not fit in 64 bits (expected an int from -2^63 to "
                            "2^63 - 1)",
                            where, key);
@@ -46,37 +46,37 @@ static bool integer_field(const struct data_value *dict, const char *key, bool r
 }
 
 static bool unsigned_field(const struct data_value *dict, const char *key, const char *where,
-                           uint64_t *value, struct replay_error *error)
+                           uint64_t *value, struct read_error *error)
 {
     int64_t signed_value = 0;
     if (!integer_field(dict, key, true, where, &signed_value, error))
         return false;
     if (signed_value < 0)
-        return replay_fail(error, "%s: '%s' is %" PRId64 " (expected a non-negative int)", where,
+        return read_fail(error, "%s: '%s' is %" PRId64 " (expected a non-negative int)", where,
                            key, signed_value);
     *value = (uint64_t)signed_value;
     return true;
 }
 
 static const struct data_value *list_field(const struct data_value *dict, const char *key,
-                                           const char *where, struct replay_error *error)
+                                           const char *where, struct read_error *error)
 {
     const struct data_value *field = data_dict_get(dict, key);
     if (!field)
-        replay_fail(error, "%s: '%s' is missing", where, key);
+        read_fail(error, "%s: '%s' is missing", where, key);
     else if (field->kind != DATA_LIST)
-        replay_fail(error, "%s: '%s' is a %s (expected a list)", where, key,
+        read_fail(error, "%s: '%s' is a %s (expected a list)", where, key,
                     data_kind_name(field->kind));
     return field && field->kind == DATA_LIST ? field : NULL;
 }
 
 static bool pick_device(const struct data_value *traces, int requested, int *device,
-                        struct replay_error *error)
+                        struct read_error *error)
 {
     size_t count = traces->sequence.count;
     if (requested != SNAPSHOT_ANY_DEVICE) {
         if ((size_t)requested >= count)
-            return replay_fail(error,
+            return read_fail(error,
                                "device_traces: no trace for device %d (the snapshot has "
                                "%zu device%s)",
                                requested, count, count == 1 ? "" : "s");
@@ -105,7 +105,7 @@ static bool has_free_completed(const struct data_value *entries)
 }
 
 static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
-                         int device, const char *free_action, struct replay_error *error)
+                         int device, const char *free_action, struct read_error *error)
 {
     char where[64];
     for (size_t index = 0; index < entries->sequence.count; index++) {
@@ -115,24 +115,24 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                                            .minor = (uint32_t)index};
         replay_position_format(position, where, sizeof where);
         if (entry->kind != DATA_DICT)
-            return replay_fail(error,
+            return read_fail(error,
                                "%s: a %s (expected a dict with 'action', 'addr', 'size', "
                                "'stream')",
                                where, data_kind_name(entry->kind));
         const struct data_value *action = data_dict_get(entry, "action");
         if (!action)
-            return replay_fail(error, "%s: 'action' is missing", where);
+            return read_fail(error, "%s: 'action' is missing", where);
         if (!is_known_action(action)) {
             if (action->kind != DATA_STRING)
-                return replay_fail(error, "%s: 'action' is a %s (expected a str)", where,
+                return read_fail(error, "%s: 'action' is a %s (expected a str)", where,
                                    data_kind_name(action->kind));
             char shown[200];
-            return replay_fail(
+            return read_fail(
                 error,
                 "%s: unknown action %s (expected alloc, free_requested, "
                 "free_completed, segment_alloc, segment_free, segment_map, "
                 "segment_unmap, oom, snapshot or annotate)",
-                where, replay_quote(action->text.bytes, action->text.length, shown, sizeof shown));
+                where, read_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
         if (data_string_is(action, "alloc"))
@@ -160,14 +160,14 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
  * block pending its free is already freed as far as the trace goes. */
 static bool read_final_state(struct replay_trace_builder *builder,
                              const struct data_value *segments, int device,
-                             bool pending_counts_as_allocated, struct replay_error *error)
+                             bool pending_counts_as_allocated, struct read_error *error)
 {
     char where[64];
     for (size_t segment_index = 0; segment_index < segments->sequence.count; segment_index++) {
         const struct data_value *segment = segments->sequence.items[segment_index];
         snprintf(where, sizeof where, "segments[%zu]", segment_index);
         if (segment->kind != DATA_DICT)
-            return replay_fail(error, "%s: a %s (expected a dict)", where,
+            return read_fail(error, "%s: a %s (expected a dict)", where,
                                data_kind_name(segment->kind));
         int64_t segment_device = 0, stream = 0;
         uint64_t address;
@@ -192,7 +192,7 @@ static bool read_final_state(struct replay_trace_builder *builder,
             };
             replay_position_format(record.position, where, sizeof where);
             if (block->kind != DATA_DICT)
-                return replay_fail(error, "%s: a %s (expected a dict)", where,
+                return read_fail(error, "%s: a %s (expected a dict)", where,
                                    data_kind_name(block->kind));
             uint64_t size;
             const struct data_value *state = data_dict_get(block, "state");
@@ -213,7 +213,7 @@ static bool read_final_state(struct replay_trace_builder *builder,
                 (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
             if (!state || (!allocated && !data_string_is(state, "inactive") &&
                            !data_string_is(state, "active_pending_free")))
-                return replay_fail(error,
+                return read_fail(error,
                                    "%s: 'state' is not one of active_allocated, "
                                    "active_pending_free, inactive",
                                    where);
@@ -242,14 +242,14 @@ struct visit_budget {
 /* Charges a dict (or any value) and its pairs; false, with the position,
  * once the file has been expanded beyond its budget. */
 static bool visit(struct visit_budget *budget, const struct data_value *value, const char *where,
-                  struct replay_error *error)
+                  struct read_error *error)
 {
     uint64_t cost = 1 + (value->kind == DATA_DICT ? value->sequence.count : 0);
     if (cost <= budget->left) {
         budget->left -= cost;
         return true;
     }
-    return replay_fail(error,
+    return read_fail(error,
                        "%s: the snapshot expands to more than %" PRIu64 " values (%d per byte "
                        "of the file): its memo repeats the same segments, blocks or trace "
                        "entries (expected each once)",
@@ -261,7 +261,7 @@ static bool visit(struct visit_budget *budget, const struct data_value *value, c
  * file's size however the memo repeats things. */
 static bool within_budget(const struct data_value *entries, int device,
                           const struct data_value *segments, size_t length,
-                          struct replay_error *error)
+                          struct read_error *error)
 {
     struct visit_budget budget = {.limit = (uint64_t)length * VISITS_PER_BYTE};
     budget.left = budget.limit;
@@ -289,10 +289,10 @@ static bool within_budget(const struct data_value *entries, int device,
 }
 
 static bool read_snapshot(struct replay_trace_builder *builder, const struct data_value *root,
-                          int requested_device, size_t length, struct replay_error *error)
+                          int requested_device, size_t length, struct read_error *error)
 {
     if (root->kind != DATA_DICT)
-        return replay_fail(error,
+        return read_fail(error,
                            "top level: a %s (expected the dict that "
                            "torch.cuda.memory._snapshot() returns)",
                            data_kind_name(root->kind));
@@ -306,7 +306,7 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
     const struct data_value *entries =
         traces->sequence.count ? traces->sequence.items[device] : NULL;
     if (entries && entries->kind != DATA_LIST)
-        return replay_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
+        return read_fail(error, "device_traces[%d]: a %s (expected a list of trace entries)",
                            device, data_kind_name(entries->kind));
     const struct data_value *segments = data_dict_get(root, "segments");
     if (!within_budget(entries, device, segments && segments->kind == DATA_LIST ? segments : NULL,
@@ -320,7 +320,7 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
     if (!segments)
         return true;
     if (segments->kind != DATA_LIST)
-        return replay_fail(error, "top level: 'segments' is a %s (expected a list)",
+        return read_fail(error, "top level: 'segments' is a %s (expected a list)",
                            data_kind_name(segments->kind));
     return read_final_state(builder, segments, device, frees_complete, error);
 }
@@ -337,7 +337,7 @@ bool snapshot_recognised(const uint8_t *data, size_t length)
 }
 
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
-                   struct replay_error *error)
+                   struct read_error *error)
 {
     struct data_document document;
     bool decoded = length > 0 && data[0] == 0x80

@@ -28,6 +28,6 @@ bool snapshot_recognised(const uint8_t *data, size_t length);
  * "<position>: <problem>" (a byte offset for decoding errors, a
  * path such as device_traces[0][12] for content errors). */
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
-                   struct replay_error *error);
+                   struct read_error *error);
 
 #endif

@@ -9,11 +9,11 @@
 #include "rmm_csv_reader.h"
 #include "snapshot_reader.h"
 
-bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct replay_error *error)
+bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct read_error *error)
 {
     FILE *file = fopen(path, "rb");
     if (!file)
-        return replay_fail(error, "cannot open: %s", strerror(errno));
+        return read_fail(error, "cannot open: %s", strerror(errno));
     size_t capacity = 1 << 16, used = 0;
     uint8_t *buffer = malloc(capacity);
     while (buffer) {
@@ -33,10 +33,10 @@ bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct re
     int saved = errno;
     fclose(file);
     if (!buffer)
-        return replay_fail(error, "out of host memory while reading the file");
+        return read_fail(error, "out of host memory while reading the file");
     if (failed) {
         free(buffer);
-        return replay_fail(error, "cannot read: %s", strerror(saved));
+        return read_fail(error, "cannot read: %s", strerror(saved));
     }
     /* The loop stops with room to spare: the text readers want a NUL. */
     buffer[used] = '\0';
@@ -46,7 +46,7 @@ bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct re
 }
 
 bool trace_load(const char *path, int device, struct replay_trace *trace,
-                struct replay_error *error)
+                struct read_error *error)
 {
     uint8_t *data = NULL;
     size_t length = 0;

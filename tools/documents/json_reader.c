@@ -15,12 +15,12 @@ struct parser {
     size_t length;
     size_t offset;
     struct data_document *document;
-    struct replay_error *error;
+    struct read_error *error;
 };
 
 static bool fail_at(struct parser *parser, size_t offset, const char *problem)
 {
-    return replay_fail(parser->error, "byte %zu: %s", offset, problem);
+    return read_fail(parser->error, "byte %zu: %s", offset, problem);
 }
 
 static bool out_of_memory(struct parser *parser)
@@ -332,7 +332,7 @@ static bool value(struct parser *parser, unsigned depth, struct data_value **res
 }
 
 bool json_read(const char *text, size_t length, struct data_document *document,
-               struct replay_error *error)
+               struct read_error *error)
 {
     *document = (struct data_document){0};
     struct parser parser = {.text = text, .length = length, .document = document, .error = error};

@@ -1,6 +1,6 @@
 /* Capacity growth for the readers' arrays (events, stacks, tables). */
-#ifndef GPUCACHE_REPLAY_GROWABLE_ARRAY_H
-#define GPUCACHE_REPLAY_GROWABLE_ARRAY_H
+#ifndef GPUCACHE_GROWABLE_ARRAY_H
+#define GPUCACHE_GROWABLE_ARRAY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* The value tree a snapshot file decodes to, whichever its encoding (pickle
  * or JSON): Python's data types, nothing executable. Values live in a
  * document and are freed with it. */
-#ifndef GPUCACHE_REPLAY_DATA_TREE_H
-#define GPUCACHE_REPLAY_DATA_TREE_H
+#ifndef GPUCACHE_DATA_TREE_H
+#define GPUCACHE_DATA_TREE_H
 
 #include <stdbool.h>
 #include <stddef.h>
