@@ -1,99 +1,18 @@
-/* The accounting driver: device semantics without device memory. */
-#include "accounting_driver.h"
-
-#include <pthread.h>
+/* The accounting driver: device semantics without device memory. This file
+ * holds its memory (plain allocations, VMM reservations and pages), its
+ * life cycle and fault injection; streams and fences are in
+ * accounting_streams.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/tree.h>
 
-/* Plain allocations and VA reservations live in separate, far-apart
- * regions so that an address says which kind it is. */
-#define PLAIN_REGION_BASE UINT64_C(0x100000000000)
-#define RESERVED_REGION_BASE UINT64_C(0x500000000000)
-#define ADDRESS_ALIGNMENT 512
-
-struct range {
-    RB_ENTRY(range) link;
-    uint64_t address;
-    uint64_t size;
-};
+#include "accounting_internal.h"
 
 static int compare_ranges(const struct range *a, const struct range *b)
 {
     return (a->address > b->address) - (a->address < b->address);
 }
 
-RB_HEAD(accounting_range_tree, range);
 RB_GENERATE(accounting_range_tree, range, link, compare_ranges)
-
-struct page {
-    uint64_t size;
-    uint64_t mapped_at; /* 0: not mapped */
-    bool created;       /* false once released */
-};
-
-struct stream_progress {
-    gpucache_stream stream;
-    uint64_t completed_time; /* work issued up to this clock value is done */
-};
-
-/* `waiter` was made to wait (accounting_driver_stream_wait) at clock `wait_time` for
- * the work of `target` up to `target_time`: once the waiter's work up to
- * wait_time is done, so is that work of the target. */
-struct stream_dependency {
-    gpucache_stream waiter;
-    uint64_t wait_time;
-    gpucache_stream target;
-    uint64_t target_time;
-    bool target_is_all;
-};
-
-struct gpucache_fence {
-    gpucache_stream stream;
-    bool all_streams;
-    uint64_t time;
-    /* Live fences, so that destroying the driver frees those never
-     * released, as a destroyed context frees its events. */
-    struct gpucache_fence *previous_live;
-    struct gpucache_fence *next_live;
-};
-
-struct injected_failure {
-    unsigned long first_call; /* 0: none */
-    unsigned long last_call;
-    gpucache_result error;
-};
-
-struct accounting_driver {
-    struct gpucache_driver interface;
-    pthread_mutex_t mutex;
-    uint64_t capacity;
-    uint64_t used;
-    size_t granularity;
-    uint64_t next_plain;
-    uint64_t next_reserved;
-    struct accounting_range_tree allocations;
-    struct accounting_range_tree reservations;
-    struct page *pages;
-    size_t page_count;
-    size_t page_capacity;
-
-    bool fences_held;
-    bool capture;
-    uint64_t clock;
-    uint64_t all_completed_time;
-    struct stream_progress *streams;
-    size_t stream_count;
-    size_t stream_capacity;
-    unsigned long live_fences;
-    struct gpucache_fence *live;
-    struct stream_dependency *dependencies;
-    size_t dependency_count;
-    size_t dependency_capacity;
-
-    unsigned long calls[ACCOUNTING_OPERATION_COUNT];
-    struct injected_failure failures[ACCOUNTING_OPERATION_COUNT];
-};
 
 static const char *const operation_names[ACCOUNTING_OPERATION_COUNT] = {
     "device_alloc",   "device_free",     "memory_info",       "fence_stream",
@@ -102,9 +21,7 @@ static const char *const operation_names[ACCOUNTING_OPERATION_COUNT] = {
     "set_access",
 };
 
-/* Counts a call and says whether fault injection fails it. Called with the
- * mutex held. */
-static bool injected(struct accounting_driver *driver, enum accounting_operation operation,
+bool accounting_injected(struct accounting_driver *driver, enum accounting_operation operation,
                      gpucache_result *error)
 {
     unsigned long call = ++driver->calls[operation];
@@ -138,18 +55,6 @@ static struct range *range_containing(struct accounting_range_tree *tree, uint64
         return below;
     return NULL;
 }
-
-#define ENTER(driver_context, operation)                                        \
-    struct accounting_driver *driver = (struct accounting_driver *)(driver_context); \
-    gpucache_result result = GPUCACHE_SUCCESS;                                  \
-    pthread_mutex_lock(&driver->mutex);                                         \
-    if (injected(driver, (operation), &result))                                 \
-        goto done
-
-#define LEAVE()                                                                 \
-    done:                                                                       \
-    pthread_mutex_unlock(&driver->mutex);                                       \
-    return result
 
 static gpucache_result device_alloc(void *context, int device, size_t size, uint64_t *address)
 {
@@ -199,166 +104,6 @@ static gpucache_result memory_info(void *context, int device, size_t *free_bytes
     *free_bytes = driver->capacity - driver->used;
     *total_bytes = driver->capacity;
     LEAVE();
-}
-
-static struct stream_progress *progress_of(struct accounting_driver *driver,
-                                           gpucache_stream stream)
-{
-    for (size_t i = 0; i < driver->stream_count; i++)
-        if (driver->streams[i].stream == stream)
-            return &driver->streams[i];
-    if (driver->stream_count == driver->stream_capacity) {
-        size_t capacity = driver->stream_capacity ? driver->stream_capacity * 2 : 8;
-        struct stream_progress *streams =
-            realloc(driver->streams, capacity * sizeof *streams);
-        if (streams == NULL)
-            return NULL;
-        driver->streams = streams;
-        driver->stream_capacity = capacity;
-    }
-    struct stream_progress *progress = &driver->streams[driver->stream_count++];
-    progress->stream = stream;
-    progress->completed_time = 0;
-    return progress;
-}
-
-/* All work issued up to `time` is done: waits issued before it are moot. */
-static void complete_all_until(struct accounting_driver *driver, uint64_t time)
-{
-    if (driver->all_completed_time < time)
-        driver->all_completed_time = time;
-    for (size_t i = 0; i < driver->dependency_count;) {
-        if (driver->dependencies[i].wait_time <= driver->all_completed_time)
-            driver->dependencies[i] = driver->dependencies[--driver->dependency_count];
-        else
-            i++;
-    }
-}
-
-/* Work of `stream` issued up to `time` is done, and so is the work its
- * waits depended on. */
-static void complete_stream_until(struct accounting_driver *driver, gpucache_stream stream,
-                                  uint64_t time)
-{
-    struct stream_progress *progress = progress_of(driver, stream);
-    if (progress == NULL || progress->completed_time >= time)
-        return;
-    progress->completed_time = time;
-    for (size_t i = 0; i < driver->dependency_count;) {
-        struct stream_dependency dependency = driver->dependencies[i];
-        if (dependency.waiter != stream || dependency.wait_time > time) {
-            i++;
-            continue;
-        }
-        driver->dependencies[i] = driver->dependencies[--driver->dependency_count];
-        if (dependency.target_is_all) {
-            complete_all_until(driver, dependency.target_time);
-        } else {
-            complete_stream_until(driver, dependency.target, dependency.target_time);
-        }
-        i = 0; /* the recursion may have removed entries */
-    }
-}
-
-static gpucache_result new_fence(struct accounting_driver *driver, gpucache_stream stream,
-                                 bool all_streams, gpucache_fence **fence)
-{
-    struct gpucache_fence *created = calloc(1, sizeof *created);
-    if (created == NULL || (!all_streams && progress_of(driver, stream) == NULL)) {
-        free(created);
-        return GPUCACHE_ERROR_OUT_OF_MEMORY;
-    }
-    created->stream = stream;
-    created->all_streams = all_streams;
-    created->time = ++driver->clock;
-    created->next_live = driver->live;
-    if (driver->live != NULL)
-        driver->live->previous_live = created;
-    driver->live = created;
-    driver->live_fences++;
-    *fence = created;
-    return GPUCACHE_SUCCESS;
-}
-
-static gpucache_result fence_stream(void *context, int device, gpucache_stream stream,
-                                    gpucache_fence **fence)
-{
-    ENTER(context, ACCOUNTING_FENCE_STREAM);
-    (void)device;
-    result = new_fence(driver, stream, false, fence);
-    LEAVE();
-}
-
-static gpucache_result fence_all_streams(void *context, int device, gpucache_fence **fence)
-{
-    ENTER(context, ACCOUNTING_FENCE_ALL_STREAMS);
-    (void)device;
-    result = new_fence(driver, 0, true, fence);
-    LEAVE();
-}
-
-static bool fence_complete(struct accounting_driver *driver, const gpucache_fence *fence)
-{
-    if (!driver->fences_held || driver->all_completed_time >= fence->time)
-        return true;
-    if (fence->all_streams)
-        return false;
-    const struct stream_progress *progress = progress_of(driver, fence->stream);
-    return progress != NULL && progress->completed_time >= fence->time;
-}
-
-static gpucache_result fence_query(void *context, gpucache_fence *fence)
-{
-    ENTER(context, ACCOUNTING_FENCE_QUERY);
-    result = fence_complete(driver, fence) ? GPUCACHE_SUCCESS : GPUCACHE_ERROR_NOT_READY;
-    LEAVE();
-}
-
-static gpucache_result fence_wait(void *context, gpucache_fence *fence)
-{
-    ENTER(context, ACCOUNTING_FENCE_WAIT);
-    /* Waiting lets the device run up to the fence. */
-    if (fence->all_streams) {
-        complete_all_until(driver, fence->time);
-    } else {
-        complete_stream_until(driver, fence->stream, fence->time);
-    }
-    LEAVE();
-}
-
-static void fence_release(void *context, gpucache_fence *fence)
-{
-    struct accounting_driver *driver = context;
-    pthread_mutex_lock(&driver->mutex);
-    if (fence != NULL) {
-        if (fence->previous_live != NULL)
-            fence->previous_live->next_live = fence->next_live;
-        else
-            driver->live = fence->next_live;
-        if (fence->next_live != NULL)
-            fence->next_live->previous_live = fence->previous_live;
-        driver->live_fences--;
-    }
-    pthread_mutex_unlock(&driver->mutex);
-    free(fence);
-}
-
-static gpucache_result synchronize_device(void *context, int device)
-{
-    ENTER(context, ACCOUNTING_SYNCHRONIZE_DEVICE);
-    (void)device;
-    complete_all_until(driver, driver->clock);
-    LEAVE();
-}
-
-static bool capture_active(void *context, int device)
-{
-    struct accounting_driver *driver = context;
-    (void)device;
-    pthread_mutex_lock(&driver->mutex);
-    bool active = driver->capture;
-    pthread_mutex_unlock(&driver->mutex);
-    return active;
 }
 
 static gpucache_result page_granularity(void *context, int device, size_t *granularity)
@@ -531,13 +276,6 @@ struct accounting_driver *accounting_driver_create(uint64_t capacity, size_t gra
         .device_alloc = device_alloc,
         .device_free = device_free,
         .memory_info = memory_info,
-        .fence_stream = fence_stream,
-        .fence_all_streams = fence_all_streams,
-        .fence_query = fence_query,
-        .fence_wait = fence_wait,
-        .fence_release = fence_release,
-        .synchronize_device = synchronize_device,
-        .capture_active = capture_active,
         .page_granularity = page_granularity,
         .address_reserve = address_reserve,
         .address_free = address_free,
@@ -547,6 +285,7 @@ struct accounting_driver *accounting_driver_create(uint64_t capacity, size_t gra
         .page_unmap = page_unmap,
         .set_access = set_access,
     };
+    accounting_streams_install(&driver->interface);
     return driver;
 }
 
@@ -566,14 +305,8 @@ void accounting_driver_destroy(struct accounting_driver *driver)
         return;
     free_ranges(&driver->allocations);
     free_ranges(&driver->reservations);
-    while (driver->live != NULL) {
-        struct gpucache_fence *fence = driver->live;
-        driver->live = fence->next_live;
-        free(fence);
-    }
+    accounting_streams_destroy(driver);
     free(driver->pages);
-    free(driver->streams);
-    free(driver->dependencies);
     pthread_mutex_destroy(&driver->mutex);
     free(driver);
 }
@@ -581,64 +314,6 @@ void accounting_driver_destroy(struct accounting_driver *driver)
 const struct gpucache_driver *accounting_driver_interface(struct accounting_driver *driver)
 {
     return &driver->interface;
-}
-
-void accounting_driver_hold_fences(struct accounting_driver *driver, bool held)
-{
-    pthread_mutex_lock(&driver->mutex);
-    driver->fences_held = held;
-    pthread_mutex_unlock(&driver->mutex);
-}
-
-void accounting_driver_complete_stream(struct accounting_driver *driver, gpucache_stream stream)
-{
-    pthread_mutex_lock(&driver->mutex);
-    complete_stream_until(driver, stream, driver->clock);
-    pthread_mutex_unlock(&driver->mutex);
-}
-
-void accounting_driver_complete_all(struct accounting_driver *driver)
-{
-    pthread_mutex_lock(&driver->mutex);
-    complete_all_until(driver, driver->clock);
-    pthread_mutex_unlock(&driver->mutex);
-}
-
-bool accounting_driver_stream_wait(struct accounting_driver *driver, gpucache_stream stream,
-                                   const gpucache_fence *fence)
-{
-    bool recorded = true;
-    pthread_mutex_lock(&driver->mutex);
-    if (fence_complete(driver, fence))
-        goto done; /* nothing left to wait for */
-    if (driver->dependency_count == driver->dependency_capacity) {
-        size_t capacity = driver->dependency_capacity ? driver->dependency_capacity * 2 : 16;
-        struct stream_dependency *dependencies =
-            realloc(driver->dependencies, capacity * sizeof *dependencies);
-        if (dependencies == NULL) {
-            recorded = false;
-            goto done;
-        }
-        driver->dependencies = dependencies;
-        driver->dependency_capacity = capacity;
-    }
-    driver->dependencies[driver->dependency_count++] = (struct stream_dependency){
-        .waiter = stream,
-        .wait_time = ++driver->clock,
-        .target = fence->stream,
-        .target_time = fence->time,
-        .target_is_all = fence->all_streams,
-    };
-done:
-    pthread_mutex_unlock(&driver->mutex);
-    return recorded;
-}
-
-void accounting_driver_set_capture(struct accounting_driver *driver, bool active)
-{
-    pthread_mutex_lock(&driver->mutex);
-    driver->capture = active;
-    pthread_mutex_unlock(&driver->mutex);
 }
 
 void accounting_driver_fail_call(struct accounting_driver *driver,
