@@ -9,14 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ab_output.h"
 #include "commands.h"
-#include "gpucache_json.h"
 #include "gpucache_report.h"
 #include "library_location.h"
 #include "program_run.h"
 
 #define BASELINE_CONFIGURATION "passthrough:True"
-#define MAX_REPEAT 1000
 
 static const char usage[] =
     "usage: gpucache ab [--conf STRING]... [--baseline] [--repeat N] [--svg FILE]\n"
@@ -54,31 +53,7 @@ static const char usage[] =
     "Exit status: 0 when every run succeeded, 1 when some failed, 2 for bad usage,\n"
     "127 when the program or the library cannot be found.\n";
 
-struct options {
-    const char **configurations;
-    size_t configuration_count;
-    bool baseline;
-    unsigned repeat;
-    const char *svg_path;
-    const char *snapshot_path;
-    bool json;
-    bool sim;
-    bool racecheck;
-    const char *sim_memory;
-    char **program;
-};
-
-struct column {
-    const char *label;
-    const char *configuration;
-    bool baseline;
-    struct program_result *runs; /* `repeat` of them */
-    size_t runs_done;
-    char output_tail[512];       /* of the last failed run */
-    char directory[PATH_MAX];    /* of the last successful run, kept for its files */
-};
-
-static int parse_options(int argc, char **argv, struct options *options)
+static int parse_options(int argc, char **argv, struct ab_options *options)
 {
     static const struct option long_options[] = {
         {"conf", required_argument, NULL, 'c'},  {"baseline", no_argument, NULL, 'b'},
@@ -88,7 +63,7 @@ static int parse_options(int argc, char **argv, struct options *options)
         {"no-racecheck", no_argument, NULL, 'N'},   {"help", no_argument, NULL, 'h'},
         {0},
     };
-    *options = (struct options){.repeat = 1, .racecheck = true};
+    *options = (struct ab_options){.repeat = 1, .racecheck = true};
     options->configurations = calloc((size_t)argc + 1, sizeof *options->configurations);
     if (!options->configurations)
         return 2;
@@ -106,9 +81,9 @@ static int parse_options(int argc, char **argv, struct options *options)
             break;
         case 'r': {
             unsigned long value = strtoul(optarg, &end, 10);
-            if (*optarg < '1' || *optarg > '9' || *end || value > MAX_REPEAT) {
+            if (*optarg < '1' || *optarg > '9' || *end || value > AB_MAX_REPEAT) {
                 fprintf(stderr, "gpucache ab: --repeat: '%s' is not a number of runs (expected "
-                                "1 to %d)\n", optarg, MAX_REPEAT);
+                                "1 to %d)\n", optarg, AB_MAX_REPEAT);
                 return 2;
             }
             options->repeat = (unsigned)value;
@@ -152,233 +127,6 @@ static int parse_options(int argc, char **argv, struct options *options)
     }
     options->program = argv + optind;
     return 0;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static int compare_integers(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-enum row {
-    ROW_TIME_MEDIAN,
-    ROW_TIME_RANGE,
-    ROW_PEAK_ALLOCATED,
-    ROW_PEAK_RESERVED,
-    ROW_UTILISATION,
-    ROW_DRIVER_ALLOCATIONS,
-    ROW_DRIVER_FREES,
-    ROW_SYNCHRONIZATIONS,
-    ROW_RETRIES,
-    ROW_OOMS,
-    ROW_EXIT_STATUS,
-    ROW_COUNT
-};
-
-static const char *const row_names[ROW_COUNT] = {
-    "wall time (median)", "wall time (range)", "peak allocated", "peak reserved",
-    "utilisation",        "driver allocations", "driver frees",  "synchronizations",
-    "retries",            "OOMs",               "exit status",
-};
-
-/* The lower median of one figure over the successful runs. */
-static uint64_t median_figure(const struct column *column, size_t offset)
-{
-    uint64_t values[MAX_REPEAT];
-    size_t count = 0;
-    for (size_t index = 0; index < column->runs_done; index++)
-        if (program_succeeded(&column->runs[index]))
-            memcpy(&values[count++], (const char *)&column->runs[index].figures + offset,
-                   sizeof values[0]);
-    qsort(values, count, sizeof values[0], compare_integers);
-    return count ? values[(count - 1) / 2] : 0;
-}
-
-static size_t succeeded_runs(const struct column *column)
-{
-    size_t count = 0;
-    for (size_t index = 0; index < column->runs_done; index++)
-        count += program_succeeded(&column->runs[index]);
-    return count;
-}
-
-static void format_cell(const struct column *column, enum row row, char *cell, size_t size)
-{
-    if (row == ROW_EXIT_STATUS) {
-        size_t length = 0;
-        cell[0] = '\0';
-        for (size_t index = 0; index < column->runs_done && length < size; index++) {
-            char status[32];
-            const struct program_result *run = &column->runs[index];
-            const char *text = run->started && !run->signal
-                                   ? (snprintf(status, sizeof status, "%d", run->exit_status), status)
-                                   : program_status_text(run, status, sizeof status);
-            length += (size_t)snprintf(cell + length, size - length, "%s%s", index ? " " : "",
-                                       text);
-        }
-        return;
-    }
-    if (succeeded_runs(column) == 0) {
-        snprintf(cell, size, "failed");
-        return;
-    }
-    double times[MAX_REPEAT];
-    size_t count = 0;
-    for (size_t index = 0; index < column->runs_done; index++)
-        if (program_succeeded(&column->runs[index]))
-            times[count++] = column->runs[index].seconds;
-    qsort(times, count, sizeof times[0], compare_doubles);
-    uint64_t allocated = median_figure(column, offsetof(struct program_figures, peak_allocated));
-    uint64_t reserved = median_figure(column, offsetof(struct program_figures, peak_reserved));
-    switch (row) {
-    case ROW_TIME_MEDIAN:
-        snprintf(cell, size, "%.3f s",
-                 count % 2 ? times[count / 2] : (times[count / 2 - 1] + times[count / 2]) / 2);
-        break;
-    case ROW_TIME_RANGE:
-        snprintf(cell, size, "%.3f-%.3f s", times[0], times[count - 1]);
-        break;
-    case ROW_PEAK_ALLOCATED:
-        gpucache_format_bytes(allocated, cell, size);
-        break;
-    case ROW_PEAK_RESERVED:
-        gpucache_format_bytes(reserved, cell, size);
-        break;
-    case ROW_UTILISATION:
-        if (reserved)
-            snprintf(cell, size, "%.2f%%", 100.0 * (double)allocated / (double)reserved);
-        else
-            snprintf(cell, size, "-");
-        break;
-    default: {
-        static const size_t offsets[] = {
-            [ROW_DRIVER_ALLOCATIONS] = offsetof(struct program_figures, device_allocations),
-            [ROW_DRIVER_FREES] = offsetof(struct program_figures, device_frees),
-            [ROW_SYNCHRONIZATIONS] = offsetof(struct program_figures, synchronizations),
-            [ROW_RETRIES] = offsetof(struct program_figures, retries),
-            [ROW_OOMS] = offsetof(struct program_figures, ooms),
-        };
-        snprintf(cell, size, "%" PRIu64, median_figure(column, offsets[row]));
-    }
-    }
-}
-
-static void print_table(FILE *out, const struct options *options, const struct column *columns,
-                        size_t column_count)
-{
-    fprintf(out, "program ");
-    for (char **argument = options->program; *argument; argument++)
-        fprintf(out, "%s%s", argument == options->program ? "" : " ", *argument);
-    fprintf(out, "\nruns    %u per configuration\n\n", options->repeat);
-    size_t label_width = 0;
-    for (int row = 0; row < ROW_COUNT; row++)
-        if (strlen(row_names[row]) > label_width)
-            label_width = strlen(row_names[row]);
-    size_t widths[64] = {0};
-    char cell[256];
-    for (size_t index = 0; index < column_count && index < 64; index++) {
-        widths[index] = strlen(columns[index].label);
-        for (int row = 0; row < ROW_COUNT; row++) {
-            format_cell(&columns[index], (enum row)row, cell, sizeof cell);
-            if (strlen(cell) > widths[index])
-                widths[index] = strlen(cell);
-        }
-    }
-    fprintf(out, "%-*s", (int)label_width, "");
-    for (size_t index = 0; index < column_count && index < 64; index++)
-        fprintf(out, "  %*s", (int)widths[index], columns[index].label);
-    fputc('\n', out);
-    for (int row = 0; row < ROW_COUNT; row++) {
-        fprintf(out, "%-*s", (int)label_width, row_names[row]);
-        for (size_t index = 0; index < column_count && index < 64; index++) {
-            format_cell(&columns[index], (enum row)row, cell, sizeof cell);
-            fprintf(out, "  %*s", (int)widths[index], cell);
-        }
-        fputc('\n', out);
-    }
-    for (size_t index = 0; index < column_count; index++)
-        if (columns[index].output_tail[0])
-            fprintf(out, "\n%s: the output of a failed run ends with:\n%s", columns[index].label,
-                    columns[index].output_tail);
-}
-
-static void file_bytes(void *sink, const char *bytes, size_t length)
-{
-    fwrite(bytes, 1, length, sink);
-}
-
-static void print_json_string(FILE *out, const char *text)
-{
-    gpucache_json_string(text, file_bytes, out);
-}
-
-/* The figures of one run, or a configuration's medians, as JSON members. */
-static void print_json_figures(FILE *out, const struct program_figures *figures)
-{
-    fprintf(out,
-            "{\"peak_allocated\": %" PRIu64 ", \"peak_reserved\": %" PRIu64
-            ", \"driver_allocations\": %" PRIu64 ", \"driver_frees\": %" PRIu64
-            ", \"synchronizations\": %" PRIu64 ", \"retries\": %" PRIu64 ", \"ooms\": %" PRIu64
-            ", \"passthrough_calls\": %" PRIu64 "}",
-            figures->peak_allocated, figures->peak_reserved, figures->device_allocations,
-            figures->device_frees, figures->synchronizations, figures->retries, figures->ooms,
-            figures->passthrough_calls);
-}
-
-static void print_json(FILE *out, const struct options *options, const struct column *columns,
-                       size_t column_count)
-{
-    fprintf(out, "{\"program\": [");
-    for (char **argument = options->program; *argument; argument++) {
-        fprintf(out, "%s", argument == options->program ? "" : ", ");
-        print_json_string(out, *argument);
-    }
-    fprintf(out, "],\n \"repeat\": %u,\n \"configurations\": [\n", options->repeat);
-    for (size_t index = 0; index < column_count; index++) {
-        const struct column *column = &columns[index];
-        fprintf(out, "  {\"label\": ");
-        print_json_string(out, column->label);
-        fprintf(out, ", \"configuration\": ");
-        print_json_string(out, column->configuration);
-        fprintf(out, ", \"baseline\": %s, \"succeeded\": %zu,\n   \"runs\": [",
-                column->baseline ? "true" : "false", succeeded_runs(column));
-        for (size_t run = 0; run < column->runs_done; run++) {
-            const struct program_result *result = &column->runs[run];
-            char status[32];
-            fprintf(out, "%s\n    {\"status\": ", run ? "," : "");
-            print_json_string(out, program_status_text(result, status, sizeof status));
-            fprintf(out, ", \"seconds\": %.6f, \"reported\": %s, \"figures\": ", result->seconds,
-                    result->figures.reported ? "true" : "false");
-            print_json_figures(out, &result->figures);
-            fputc('}', out);
-        }
-        struct program_figures median = {
-            .peak_allocated = median_figure(column, offsetof(struct program_figures, peak_allocated)),
-            .peak_reserved = median_figure(column, offsetof(struct program_figures, peak_reserved)),
-            .device_allocations =
-                median_figure(column, offsetof(struct program_figures, device_allocations)),
-            .device_frees = median_figure(column, offsetof(struct program_figures, device_frees)),
-            .synchronizations =
-                median_figure(column, offsetof(struct program_figures, synchronizations)),
-            .retries = median_figure(column, offsetof(struct program_figures, retries)),
-            .ooms = median_figure(column, offsetof(struct program_figures, ooms)),
-            .passthrough_calls =
-                median_figure(column, offsetof(struct program_figures, passthrough_calls)),
-        };
-        fprintf(out, "],\n   \"median\": ");
-        if (succeeded_runs(column))
-            print_json_figures(out, &median);
-        else
-            fprintf(out, "null");
-        fprintf(out, "}%s\n", index + 1 < column_count ? "," : "");
-    }
-    fprintf(out, " ]\n}\n");
 }
 
 /* The last lines of a run's output (at most ~400 bytes). */
@@ -434,7 +182,7 @@ static bool snapshot_path(const char *path, size_t number, size_t count, char *o
 
 /* Refuses an output path that exists, is a symlink or cannot be created
  * before the first run, not after all of them. */
-static bool output_paths_free(const struct options *options, size_t cached_columns)
+static bool output_paths_free(const struct ab_options *options, size_t cached_columns)
 {
     if (options->svg_path &&
         !gpucache_report_path_is_free(options->svg_path, (long)getpid(), "chart"))
@@ -463,7 +211,7 @@ static void show_progress(bool terminal, size_t done, size_t total, const char *
     fflush(stderr);
 }
 
-static int finish(struct column *columns, size_t column_count, struct options *options, int status)
+static int finish(struct ab_column *columns, size_t column_count, struct ab_options *options, int status)
 {
     for (size_t index = 0; index < column_count; index++) {
         for (size_t run = 0; run < columns[index].runs_done; run++)
@@ -479,7 +227,7 @@ static int finish(struct column *columns, size_t column_count, struct options *o
 
 int command_ab(int argc, char **argv)
 {
-    struct options options;
+    struct ab_options options;
     int parsed = parse_options(argc, argv, &options);
     if (parsed != 0) {
         free(options.configurations);
@@ -513,13 +261,13 @@ int command_ab(int argc, char **argv)
         return 2;
     }
     size_t column_count = options.configuration_count + options.baseline;
-    struct column *columns = calloc(column_count, sizeof *columns);
+    struct ab_column *columns = calloc(column_count, sizeof *columns);
     if (!columns) {
         free(options.configurations);
         return 2;
     }
     for (size_t index = 0; index < column_count; index++) {
-        struct column *column = &columns[index];
+        struct ab_column *column = &columns[index];
         column->baseline = options.baseline && index == 0;
         column->configuration = column->baseline
                                     ? BASELINE_CONFIGURATION
@@ -543,7 +291,7 @@ int command_ab(int argc, char **argv)
      * slower or faster during the comparison affects every column alike. */
     for (unsigned repeat = 0; repeat < options.repeat; repeat++) {
         for (size_t index = 0; index < column_count; index++, done++) {
-            struct column *column = &columns[index];
+            struct ab_column *column = &columns[index];
             show_progress(terminal, done, total, column->label);
             char directory[PATH_MAX];
             if (!program_make_directory(directory, sizeof directory)) {
@@ -582,9 +330,9 @@ int command_ab(int argc, char **argv)
     }
     show_progress(terminal, total, total, "");
     if (options.json)
-        print_json(stdout, &options, columns, column_count);
+        ab_print_json(stdout, &options, columns, column_count);
     else
-        print_table(stdout, &options, columns, column_count);
+        ab_print_table(stdout, &options, columns, column_count);
 
     bool files_ok = true;
     if (options.svg_path) {
