@@ -36,6 +36,9 @@ struct gpucache_event {
     /* alloc and free_requested: the block's bytes, what allocated_bytes
      * counts (size is what the program asked for); 0 for other actions. */
     uint64_t block_size;
+    /* The call stack's id in the recorder's stack table (gpucache_stacks.h
+     * in report/); 0: none recorded. */
+    uint32_t stack;
     uint32_t thread;  /* the kernel thread id of the caller */
     int16_t device;
     uint8_t action;   /* enum gpucache_event_action */

@@ -26,6 +26,7 @@
 /* How long the exit reports wait for the work behind pending frees: long
  * enough for an idle stream to answer a fence, short against any exit. */
 #define EXIT_SETTLE_PATIENCE_NS (100 * 1000 * 1000)
+#define STACK_DEPTH_UNSET_DEFAULT 16
 
 /* The newest 16 Mi events (640 MiB) are kept: a long run must not exhaust
  * host memory for its trace. Dropping the oldest keeps snapshots consistent
@@ -35,6 +36,10 @@
 
 static struct gpucache_event_log *event_log;
 static pthread_once_t event_log_once = PTHREAD_ONCE_INIT;
+/* The call stacks the events name, and how deep they are taken (0: none);
+ * both set once, with the log. */
+static struct gpucache_stack_table *stack_table;
+static size_t stack_depth;
 static struct gpucache_passthrough_counts passthrough_counts;
 /* Set by the signal handler (a lock-free atomic store is async-signal-safe),
  * taken by exactly one hook. */
@@ -52,11 +57,44 @@ void library_reports_snapshot_requested(void)
     __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
 }
 
+/* The frames kept per stack: the stacks key, else 16 whenever events are
+ * recorded (for a snapshot or trace) and none otherwise. */
+static size_t configured_stack_depth(const struct gpucache_config *config __attribute__((unused)))
+{
+    return STACK_DEPTH_UNSET_DEFAULT;
+}
+
 static void create_event_log(void)
 {
     const struct gpucache_config *config = library_config();
-    if (events_wanted(config))
-        __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
+    if (!events_wanted(config))
+        return;
+    size_t depth = configured_stack_depth(config);
+    if (depth > 0 && (stack_table = gpucache_stack_table_create()) != NULL)
+        stack_depth = depth;
+    __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
+}
+
+/* The actions a program's own call causes, whose stack says who asked. */
+static bool carries_stack(enum gpucache_event_action action)
+{
+    return action == GPUCACHE_EVENT_ALLOC || action == GPUCACHE_EVENT_FREE_REQUESTED ||
+           action == GPUCACHE_EVENT_SEGMENT_ALLOC || action == GPUCACHE_EVENT_SEGMENT_MAP ||
+           action == GPUCACHE_EVENT_OOM;
+}
+
+/* The observer: the event, with the program's stack when stacks are on. */
+static void record_event(void *log, const struct gpucache_event *event)
+{
+    if (stack_depth == 0 || !carries_stack((enum gpucache_event_action)event->action)) {
+        gpucache_event_log_append(log, event);
+        return;
+    }
+    struct gpucache_event with_stack = *event;
+    uintptr_t frames[GPUCACHE_STACK_MAX_FRAMES];
+    size_t depth = gpucache_stack_capture(frames, stack_depth, (const void *)record_event);
+    with_stack.stack = gpucache_stack_table_intern(stack_table, frames, depth);
+    gpucache_event_log_append(log, &with_stack);
 }
 
 static struct gpucache_event_log *log_if_wanted(void)
@@ -75,7 +113,7 @@ void library_reports_allocator_created(struct gpucache_allocator *allocator)
 {
     struct gpucache_event_log *log = log_if_wanted();
     if (log)
-        gpucache_allocator_set_observer(allocator, gpucache_event_log_observe, log);
+        gpucache_allocator_set_observer(allocator, record_event, log);
 }
 
 void library_reports_count_passthrough(enum gpucache_passthrough_reason reason)
@@ -188,7 +226,8 @@ static void write_snapshot(const char *pattern)
         return;
     char settings[4096];
     struct gpucache_snapshot_source source = {allocators, device_count, existing_log(), config,
-                                              settings_text(config, settings, sizeof settings)};
+                                              settings_text(config, settings, sizeof settings),
+                                              stack_table};
     if (!gpucache_snapshot_write_allocators(fd, gpucache_snapshot_encoding_for_path(pattern),
                                             &source))
         gpucache_log("the snapshot %s is incomplete (out of host memory or a write error)",

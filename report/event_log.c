@@ -8,7 +8,7 @@
 
 #include "gpucache_event_log.h"
 
-/* 2048 events of 48 bytes: 96 KiB, few enough chunks for long runs while a
+/* 2048 events of 56 bytes: 112 KiB, few enough chunks for long runs while a
  * short run does not pay for a large first allocation. */
 #define EVENTS_PER_CHUNK 2048
 

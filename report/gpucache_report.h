@@ -14,6 +14,7 @@
 
 #include "gpucache_allocator.h"
 #include "gpucache_event_log.h"
+#include "gpucache_stacks.h"
 #include "gpucache_stats.h"
 
 struct gpucache_config;
@@ -155,6 +156,8 @@ struct gpucache_snapshot {
     size_t device_count;
     const struct gpucache_config *config; /* allocator_settings; NULL: omitted */
     const char *settings_text;            /* the configuration string as given, or "" */
+    /* The stacks the events' ids name; NULL: every "frames" list is empty. */
+    struct gpucache_stack_table *stacks;
 };
 
 /* Writes the snapshot as JSON (what current memory_viz reads first). */
@@ -221,6 +224,7 @@ struct gpucache_snapshot_source {
     struct gpucache_event_log *log; /* the allocators' observer; NULL: empty traces */
     const struct gpucache_config *config;
     const char *settings_text;
+    struct gpucache_stack_table *stacks; /* the events' stacks; NULL: none */
 };
 
 /* Takes each allocator's segments and its device's events at one moment

@@ -44,6 +44,7 @@ bool gpucache_snapshot_write_allocators(int fd, enum gpucache_snapshot_encoding 
 {
     struct gpucache_snapshot_builder builder;
     gpucache_snapshot_builder_init(&builder, source->config, source->settings_text);
+    builder.snapshot.stacks = source->stacks;
     struct device_capture *captures = calloc(source->device_count + 1, sizeof *captures);
     bool ok = captures != NULL;
     for (size_t device = 0; ok && device < source->device_count; device++) {

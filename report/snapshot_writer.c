@@ -2,6 +2,8 @@
  * their blocks, the trace of every device, the allocator settings. Written
  * through a tree emitter, so JSON and pickle come from one walk. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gpucache_config.h"
 #include "gpucache_report.h"
@@ -55,8 +57,95 @@ static void key_empty_list(struct tree_emitter *emitter, const char *key)
     emitter->encoding->end_list(emitter);
 }
 
-static void write_block(struct tree_emitter *emitter, uint64_t address,
-                        const struct gpucache_snapshot_block *block)
+/* What writing frames needs: the stacks, their symbolizer, and the stack
+ * of each live block's allocation (from the newest alloc event at its
+ * address). */
+struct frame_source {
+    struct gpucache_stack_table *stacks; /* NULL: no frames */
+    struct gpucache_symbolizer *symbolizer;
+    uint64_t *block_addresses; /* open addressing; 0: empty */
+    uint32_t *block_stacks;
+    size_t slot_count;         /* a power of two; 0: no map */
+};
+
+static size_t block_slot(const struct frame_source *frames, uint64_t address)
+{
+    size_t mask = frames->slot_count - 1;
+    size_t slot = (size_t)(address >> 9) & mask;
+    while (frames->block_addresses[slot] != 0 && frames->block_addresses[slot] != address)
+        slot = (slot + 1) & mask;
+    return slot;
+}
+
+static void frame_source_init(struct frame_source *frames, const struct gpucache_snapshot *snapshot)
+{
+    memset(frames, 0, sizeof *frames);
+    if (!snapshot->stacks || gpucache_stack_table_count(snapshot->stacks) == 0)
+        return;
+    frames->stacks = snapshot->stacks;
+    frames->symbolizer = gpucache_symbolizer_create();
+    size_t events = 0;
+    for (size_t device = 0; device < snapshot->device_count; device++)
+        events += snapshot->device_traces[device].count;
+    size_t slot_count = 16;
+    while (slot_count < 2 * events)
+        slot_count *= 2;
+    frames->block_addresses = calloc(slot_count, sizeof *frames->block_addresses);
+    frames->block_stacks = calloc(slot_count, sizeof *frames->block_stacks);
+    if (!frames->block_addresses || !frames->block_stacks)
+        return;
+    frames->slot_count = slot_count;
+    for (size_t device = 0; device < snapshot->device_count; device++) {
+        const struct gpucache_snapshot_trace *trace = &snapshot->device_traces[device];
+        for (size_t index = 0; index < trace->count; index++) {
+            const struct gpucache_event *event = &trace->events[index];
+            if (event->action != GPUCACHE_EVENT_ALLOC || event->address == 0)
+                continue;
+            size_t slot = block_slot(frames, event->address);
+            frames->block_addresses[slot] = event->address;
+            frames->block_stacks[slot] = event->stack;
+        }
+    }
+}
+
+static void frame_source_free(struct frame_source *frames)
+{
+    gpucache_symbolizer_destroy(frames->symbolizer);
+    free(frames->block_addresses);
+    free(frames->block_stacks);
+}
+
+static uint32_t block_stack(const struct frame_source *frames, uint64_t address)
+{
+    if (frames->slot_count == 0 || address == 0)
+        return 0;
+    size_t slot = block_slot(frames, address);
+    return frames->block_addresses[slot] == address ? frames->block_stacks[slot] : 0;
+}
+
+/* "frames": [{filename, line, name}, ...], innermost first, as PyTorch
+ * writes them. */
+static void key_frames(struct tree_emitter *emitter, const struct frame_source *frames,
+                       uint32_t stack)
+{
+    const struct tree_emitter_encoding *encode = emitter->encoding;
+    encode->key(emitter, "frames");
+    encode->begin_list(emitter);
+    const uintptr_t *addresses = NULL;
+    size_t depth = frames->stacks ? gpucache_stack_table_get(frames->stacks, stack, &addresses) : 0;
+    for (size_t index = 0; index < depth; index++) {
+        const struct gpucache_frame *frame = gpucache_symbolize(frames->symbolizer, addresses[index]);
+        encode->begin_dict(emitter);
+        key_string(emitter, "filename", frame->filename);
+        key_unsigned(emitter, "line", frame->line);
+        key_string(emitter, "name", frame->name);
+        encode->end_dict(emitter);
+    }
+    encode->end_list(emitter);
+}
+
+static void write_block(struct tree_emitter *emitter, const struct frame_source *frames,
+                        uint64_t address, const struct gpucache_snapshot_block *block)
 {
     const struct tree_emitter_encoding *encode = emitter->encoding;
     encode->begin_dict(emitter);
@@ -65,11 +154,13 @@ static void write_block(struct tree_emitter *emitter, uint64_t address,
     key_unsigned(emitter, "requested_size", block->requested_size);
     key_string(emitter, "state",
                block->state <= GPUCACHE_BLOCK_INACTIVE ? state_names[block->state] : "inactive");
-    key_empty_list(emitter, "frames");
+    key_frames(emitter, frames,
+               block->state == GPUCACHE_BLOCK_INACTIVE ? 0 : block_stack(frames, address));
     encode->end_dict(emitter);
 }
 
-static void write_segment(struct tree_emitter *emitter, const struct gpucache_snapshot *snapshot,
+static void write_segment(struct tree_emitter *emitter, const struct frame_source *frames,
+                          const struct gpucache_snapshot *snapshot,
                           const struct gpucache_snapshot_segment *segment)
 {
     const struct tree_emitter_encoding *encode = emitter->encoding;
@@ -105,14 +196,15 @@ static void write_segment(struct tree_emitter *emitter, const struct gpucache_sn
     encode->begin_list(emitter);
     uint64_t address = segment->address;
     for (size_t index = 0; index < segment->block_count; index++) {
-        write_block(emitter, address, &blocks[index]);
+        write_block(emitter, frames, address, &blocks[index]);
         address += blocks[index].size;
     }
     encode->end_list(emitter);
     encode->end_dict(emitter);
 }
 
-static void write_event(struct tree_emitter *emitter, const struct gpucache_event *event)
+static void write_event(struct tree_emitter *emitter, const struct frame_source *frames,
+                        const struct gpucache_event *event)
 {
     const struct tree_emitter_encoding *encode = emitter->encoding;
     encode->begin_dict(emitter);
@@ -124,6 +216,7 @@ static void write_event(struct tree_emitter *emitter, const struct gpucache_even
     key_unsigned(emitter, "size", event->size);
     key_stream(emitter, event->stream);
     key_unsigned(emitter, "time_us", event->time_ns / 1000);
+    key_frames(emitter, frames, event->stack);
     encode->end_dict(emitter);
 }
 
@@ -162,12 +255,14 @@ static bool write_snapshot(int fd, const struct gpucache_snapshot *snapshot,
     report_output_init(&output, fd);
     struct tree_emitter emitter;
     tree_emitter_begin(&emitter, encoding, &output);
+    struct frame_source frames;
+    frame_source_init(&frames, snapshot);
     encoding->begin_dict(&emitter);
 
     encoding->key(&emitter, "segments");
     encoding->begin_list(&emitter);
     for (size_t index = 0; index < snapshot->segment_count; index++)
-        write_segment(&emitter, snapshot, &snapshot->segments[index]);
+        write_segment(&emitter, &frames, snapshot, &snapshot->segments[index]);
     encoding->end_list(&emitter);
 
     encoding->key(&emitter, "device_traces");
@@ -176,7 +271,7 @@ static bool write_snapshot(int fd, const struct gpucache_snapshot *snapshot,
         encoding->begin_list(&emitter);
         const struct gpucache_snapshot_trace *trace = &snapshot->device_traces[device];
         for (size_t index = 0; index < trace->count; index++)
-            write_event(&emitter, &trace->events[index]);
+            write_event(&emitter, &frames, &trace->events[index]);
         encoding->end_list(&emitter);
     }
     encoding->end_list(&emitter);
@@ -188,6 +283,7 @@ static bool write_snapshot(int fd, const struct gpucache_snapshot *snapshot,
     key_empty_list(&emitter, "external_annotations");
     encoding->end_dict(&emitter);
     tree_emitter_end(&emitter);
+    frame_source_free(&frames);
     return report_output_finish(&output);
 }
 

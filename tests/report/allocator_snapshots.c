@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "allocator invariant: %s\n", why);
         return 1;
     }
-    struct gpucache_snapshot_source source = {&run.allocator, 1, log, &config, argv[2]};
+    struct gpucache_snapshot_source source = {&run.allocator, 1, log, &config, argv[2], NULL};
     struct snapshot_job json = {&source, GPUCACHE_SNAPSHOT_JSON};
     struct snapshot_job pickle = {&source, GPUCACHE_SNAPSHOT_PICKLE};
     struct gpucache_stats stats;

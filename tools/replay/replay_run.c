@@ -87,7 +87,7 @@ static bool write_snapshot(const struct replay_observers *observers,
         return false;
     struct gpucache_snapshot_source source = {
         &allocator, 1, log, config,
-        observers->snapshot_settings ? observers->snapshot_settings : ""};
+        observers->snapshot_settings ? observers->snapshot_settings : "", NULL};
     bool written = gpucache_snapshot_write_allocators(
         fd, gpucache_snapshot_encoding_for_path(observers->snapshot_path), &source);
     gpucache_report_close(fd);

@@ -1,0 +1,67 @@
+/* Capturing the program's stack on the allocation paths: libunwind's
+ * unw_backtrace (BENCHMARKS.md compares it with glibc's backtrace()), with
+ * the frames of the library itself left out, so that the innermost frame
+ * kept is the program's call into CUDA. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "gpucache_stacks.h"
+
+struct module_range {
+    uintptr_t start;
+    uintptr_t end;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct module_range *range = data;
+    if (info->dlpi_addr != range->start)
+        return 0;
+    uintptr_t end = 0;
+    for (int index = 0; index < info->dlpi_phnum; index++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[index];
+        if (header->p_type == PT_LOAD && info->dlpi_addr + header->p_vaddr + header->p_memsz > end)
+            end = info->dlpi_addr + header->p_vaddr + header->p_memsz;
+    }
+    range->end = end;
+    return 1;
+}
+
+/* The address range of the module holding `self`, found once: the library
+ * is never unloaded while it records. */
+static const void *range_self;
+static struct module_range cached_range;
+static pthread_once_t range_once = PTHREAD_ONCE_INIT;
+
+static void find_own_range(void)
+{
+    Dl_info info;
+    if (!dladdr(range_self, &info) || !info.dli_fbase)
+        return;
+    cached_range.start = (uintptr_t)info.dli_fbase;
+    dl_iterate_phdr(find_range, &cached_range);
+}
+
+size_t gpucache_stack_capture(uintptr_t *frames, size_t depth, const void *self)
+{
+    enum { LIBRARY_FRAMES = 32 };
+    void *raw[GPUCACHE_STACK_MAX_FRAMES + LIBRARY_FRAMES];
+    if (depth > GPUCACHE_STACK_MAX_FRAMES)
+        depth = GPUCACHE_STACK_MAX_FRAMES;
+    range_self = self;
+    pthread_once(&range_once, find_own_range);
+    int captured = unw_backtrace(raw, (int)(depth + LIBRARY_FRAMES));
+    size_t kept = 0;
+    for (int index = 0; index < captured && kept < depth; index++) {
+        uintptr_t address = (uintptr_t)raw[index];
+        if (address >= cached_range.start && address < cached_range.end)
+            continue;
+        frames[kept++] = address;
+    }
+    return kept;
+}
