@@ -70,8 +70,10 @@ static void create_event_log(void)
     if (!events_wanted(config))
         return;
     size_t depth = configured_stack_depth(config);
-    if (depth > 0 && (stack_table = gpucache_stack_table_create()) != NULL)
+    if (depth > 0 && (stack_table = gpucache_stack_table_create()) != NULL) {
+        gpucache_stack_capture_prepare((const void *)create_event_log);
         stack_depth = depth;
+    }
     __atomic_store_n(&event_log, gpucache_event_log_create(EVENT_LOG_LIMIT), __ATOMIC_RELEASE);
 }
 
@@ -92,7 +94,7 @@ static void record_event(void *log, const struct gpucache_event *event)
     }
     struct gpucache_event with_stack = *event;
     uintptr_t frames[GPUCACHE_STACK_MAX_FRAMES];
-    size_t depth = gpucache_stack_capture(frames, stack_depth, (const void *)record_event);
+    size_t depth = gpucache_stack_capture(frames, stack_depth);
     with_stack.stack = gpucache_stack_table_intern(stack_table, frames, depth);
     gpucache_event_log_append(log, &with_stack);
 }
@@ -323,18 +325,19 @@ static void write_statistics(const struct gpucache_config *config)
     }
 }
 
-static void write_trace(const char *pattern, const char *what,
-                        bool (*writer)(int, const struct gpucache_event *, size_t))
+/* The compact trace carries the stacks; RMM's CSV has no place for them. */
+static void write_trace(const char *pattern, bool compact)
 {
     struct gpucache_event_log *log = existing_log();
     if (!pattern[0] || !log)
         return;
     size_t count = 0;
     struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
-    int fd = gpucache_report_open(pattern, (long)getpid(), false, what);
-    if (fd >= 0 && !writer(fd, events, count))
-        gpucache_log("the %s %s is incomplete (out of host memory or a write error)", what,
-                     pattern);
+    int fd = gpucache_report_open(pattern, (long)getpid(), false, "trace");
+    bool written = fd >= 0 && (compact ? gpucache_trace_write_compact(fd, events, count, stack_table)
+                                       : gpucache_trace_write_rmm_csv(fd, events, count));
+    if (fd >= 0 && !written)
+        gpucache_log("the trace %s is incomplete (out of host memory or a write error)", pattern);
     gpucache_report_close(fd);
     free(events);
 }
@@ -365,8 +368,8 @@ __attribute__((destructor)) static void write_exit_reports(void)
         config->trace_csv_path[0] || config->snapshot_path[0])
         settle_pending_frees(config);
     write_statistics(config);
-    write_trace(config->trace_path, "trace", gpucache_trace_write_compact);
-    write_trace(config->trace_csv_path, "trace", gpucache_trace_write_rmm_csv);
+    write_trace(config->trace_path, true);
+    write_trace(config->trace_csv_path, false);
     if (config->snapshot_path[0])
         write_snapshot(config->snapshot_path);
 }

@@ -107,9 +107,11 @@ size_t gpucache_stats_to_summary(const struct gpucache_stats *stats, int device,
 
 /* ---- Traces ------------------------------------------------------------------ */
 
-/* The compact trace (report/README.md): a header line, then one line per
- * event with the time as a delta from the previous event. */
-bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, size_t count);
+/* The compact trace (report/README.md): a header line, one line per event
+ * with the time as a delta from the previous event, then the frames of
+ * every stack the events name when `stacks` is given (NULL: none). */
+bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, size_t count,
+                                  struct gpucache_stack_table *stacks);
 
 /* Reads a compact trace back (NUL-terminated `text`). Returns a new array
  * (caller frees; NULL with *count 0 when empty), or NULL with `error` (at

@@ -34,10 +34,14 @@ size_t gpucache_stack_table_get(struct gpucache_stack_table *table, uint32_t id,
 /* Stacks interned so far. */
 size_t gpucache_stack_table_count(struct gpucache_stack_table *table);
 
-/* Captures the caller's return addresses, innermost first, leaving out the
- * frames inside the module that holds `self` (the library's own code, and
- * any frame above it inside it); at most `depth` kept. Returns the count. */
-size_t gpucache_stack_capture(uintptr_t *frames, size_t depth, const void *self);
+/* Prepares capture once, before the first capture and outside any lock:
+ * the innermost frames inside the module holding `self` (the library's own
+ * code) will be left out; NULL leaves out none. */
+void gpucache_stack_capture_prepare(const void *self);
+
+/* Captures the caller's return addresses, innermost first, without the
+ * library's own innermost frames; at most `depth` kept. Returns the count. */
+size_t gpucache_stack_capture(uintptr_t *frames, size_t depth);
 
 /* One frame written out: PyTorch's fields. */
 struct gpucache_frame {

@@ -56,17 +56,14 @@ void gpucache_stack_table_destroy(struct gpucache_stack_table *table)
     free(table);
 }
 
-/* FNV-1a over the addresses' bytes: stacks differ mostly in a few frames,
- * which this spreads well enough for a table kept half empty. */
+/* One multiply-xorshift round per frame: return addresses differ in their
+ * low bits, which the multiply carries up into the bits the table uses. */
 static uint64_t hash_frames(const uintptr_t *frames, size_t depth)
 {
-    uint64_t hash = UINT64_C(14695981039346656037);
+    uint64_t hash = depth;
     for (size_t index = 0; index < depth; index++) {
-        uint64_t value = frames[index];
-        for (int byte = 0; byte < 8; byte++) {
-            hash ^= (value >> (8 * byte)) & 0xff;
-            hash *= UINT64_C(1099511628211);
-        }
+        hash = (hash ^ frames[index]) * UINT64_C(0x9e3779b97f4a7c15);
+        hash ^= hash >> 29;
     }
     return hash;
 }

@@ -36,8 +36,9 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
                  "line 1: gpucache trace version %d (this build reads versions 1 and 2)", version);
         return NULL;
     }
-    /* Version 2 adds the block size; version 1 files still read. */
-    int expected_fields = version == 1 ? 7 : 8;
+    /* Version 2 adds the block size and the stack id; version 1 files
+     * still read. */
+    int expected_fields = version == 1 ? 7 : 9;
     struct gpucache_event *events = declared ? malloc(declared * sizeof *events) : NULL;
     if (declared && !events) {
         snprintf(error, error_size, "line 1: no memory for %zu events", declared);
@@ -48,6 +49,13 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
     while (line && line[1] != '\0') {
         line++;
         number++;
+        /* The stacks after the events: their frames are for people and
+         * viewers; the events keep the ids. */
+        if (version >= 2 && *count == declared &&
+            (strncmp(line, "stack ", 6) == 0 || strncmp(line, "frame\t", 6) == 0)) {
+            line = strchr(line, '\n');
+            continue;
+        }
         int64_t delta;
         char action[8];
         int device;
@@ -62,9 +70,10 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
                                   &event.stream, &thread, &length)
                          : sscanf(line,
                                   "%" SCNd64 " %7s %d %" SCNx64 " %" SCNu64 " %" SCNx64 " %" SCNu32
-                                  " %" SCNu64 "%n",
+                                  " %" SCNu64 " %" SCNu32 "%n",
                                   &delta, action, &device, &event.address, &event.size,
-                                  &event.stream, &thread, &event.block_size, &length);
+                                  &event.stream, &thread, &event.block_size, &event.stack,
+                                  &length);
         int kind = fields == expected_fields ? action_named(action) : -1;
         if (kind < 0 || (line[length] != '\n' && line[length] != '\0') || *count >= declared) {
             snprintf(error, error_size,
@@ -74,7 +83,7 @@ struct gpucache_event *gpucache_trace_read_compact(const char *text, size_t *cou
                          ? "line %zu: expected '<delta_ns> <action> <device> <address hex> <size> "
                            "<stream hex> <thread>'"
                          : "line %zu: expected '<delta_ns> <action> <device> <address hex> <size> "
-                           "<stream hex> <thread> <block size>'",
+                           "<stream hex> <thread> <block size> <stack>'",
                      number);
             free(events);
             *count = 0;

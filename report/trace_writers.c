@@ -1,5 +1,6 @@
 /* The event trace in gpucache's compact text format and as RMM's replay CSV. */
 #include <inttypes.h>
+#include <stdlib.h>
 
 #include "gpucache_report.h"
 #include "report_output.h"
@@ -13,7 +14,35 @@ const char *const trace_compact_names[GPUCACHE_EVENT_ACTION_COUNT] = {
     [GPUCACHE_EVENT_SNAPSHOT] = "snap",
 };
 
-bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, size_t count)
+/* Each stack once, in the order of its first event: "stack <id> <depth>",
+ * then one "frame" line per frame with tab-separated fields (names may
+ * hold spaces). */
+static void write_stacks(struct report_output *output, const struct gpucache_event *events,
+                         size_t count, struct gpucache_stack_table *stacks)
+{
+    size_t known = gpucache_stack_table_count(stacks);
+    bool *written = known ? calloc(known + 1, sizeof *written) : NULL;
+    struct gpucache_symbolizer *symbolizer = written ? gpucache_symbolizer_create() : NULL;
+    for (size_t index = 0; written && index < count; index++) {
+        uint32_t id = events[index].stack;
+        if (id == 0 || id > known || written[id])
+            continue;
+        written[id] = true;
+        const uintptr_t *frames = NULL;
+        size_t depth = gpucache_stack_table_get(stacks, id, &frames);
+        report_output_format(output, "stack %" PRIu32 " %zu\n", id, depth);
+        for (size_t frame = 0; frame < depth; frame++) {
+            const struct gpucache_frame *named = gpucache_symbolize(symbolizer, frames[frame]);
+            report_output_format(output, "frame\t%s\t%s\t%u\n", named->name, named->filename,
+                                 named->line);
+        }
+    }
+    gpucache_symbolizer_destroy(symbolizer);
+    free(written);
+}
+
+bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, size_t count,
+                                  struct gpucache_stack_table *stacks)
 {
     struct report_output output;
     report_output_init(&output, fd);
@@ -30,10 +59,13 @@ bool gpucache_trace_write_compact(int fd, const struct gpucache_event *events, s
         previous = event->time_ns;
         report_output_format(&output,
                              "%" PRId64 " %s %d %" PRIx64 " %" PRIu64 " %" PRIx64 " %" PRIu32
-                             " %" PRIu64 "\n",
+                             " %" PRIu64 " %" PRIu32 "\n",
                              delta, trace_compact_names[event->action], event->device, event->address,
-                             event->size, event->stream, event->thread, event->block_size);
+                             event->size, event->stream, event->thread, event->block_size,
+                             event->stack);
     }
+    if (stacks)
+        write_stacks(&output, events, count, stacks);
     return report_output_finish(&output);
 }
 

@@ -159,7 +159,7 @@ def case_snapshot_native(tool, checker, work, gpucache, **_):
         fail(f'oom entries {ooms}')
     first = trace[0]
     if first != {'action': 'segment_alloc', 'addr': small['address'], 'size': 2 << 20,
-                 'stream': 0, 'time_us': 1700000000 * 1000000 + 1}:
+                 'stream': 0, 'time_us': 1700000000 * 1000000 + 1, 'frames': []}:
         fail(f'first trace entry {first}')
     settings = snapshot['allocator_settings']
     if (settings['PYTORCH_CUDA_ALLOC_CONF'], settings['max_split_size'],
@@ -271,7 +271,7 @@ def case_traces(tool, work, gpucache, **_):
         times.append(times[-1] + int(row[0]))
     if times[1] != start or times[-1] - times[1] != 6 * 1500:
         fail(f'compact times {times}')
-    if rows[2][3:] != ['7f0000000200', '700', '5555aaaa0000', '4242', '1024'] or rows[5][3] != '3039':
+    if rows[2][3:] != ['7f0000000200', '700', '5555aaaa0000', '4242', '1024', '0'] or rows[5][3] != '3039':
         fail(f'compact fields {rows[2]} {rows[5]}')
     # The reader gives the same events back, and refuses what is not a trace.
     events = run([tool, 'read-trace', compact]).stdout.splitlines()
@@ -290,7 +290,7 @@ def case_traces(tool, work, gpucache, **_):
     if old != [f'alloc 0 0x7f0000000200 700 0x5555aaaa0000 4242 {first_time} 0']:
         fail(f'version 1 read back {old}')
     for name, text, problem in [('not-trace', 'hello\n', 'line 1: not a gpucache trace'),
-                                ('bad-line', lines[0] + '\n0 zz 0 0 0 0 0 0\n', 'line 2: expected'),
+                                ('bad-line', lines[0] + '\n0 zz 0 0 0 0 0 0 0\n', 'line 2: expected'),
                                 ('version1-line', lines[0] + '\n0 a 0 0 0 0 0\n', 'line 2: expected'),
                                 ('version9', lines[0].replace(' 2 ', ' 9 ', 1) + '\n',
                                  'version 9 (this build reads versions 1 and 2)'),

@@ -200,7 +200,7 @@ static int write_traces(int argc, char **argv)
     event(&scenario, GPUCACHE_EVENT_OOM, 12345, 1 << 30, 0);
     event(&scenario, GPUCACHE_EVENT_FREE_REQUESTED, 0x7f0000000200, 700, 0x5555aaaa0000);
     int fd = create(argv[2]);
-    bool written = gpucache_trace_write_compact(fd, scenario.events, scenario.count);
+    bool written = gpucache_trace_write_compact(fd, scenario.events, scenario.count, NULL);
     gpucache_report_close(fd);
     fd = create(argv[3]);
     written = gpucache_trace_write_rmm_csv(fd, scenario.events, scenario.count) && written;

@@ -1,0 +1,39 @@
+/* Allocations from known functions, for the call stacks of snapshots
+ * (check_allocation_stacks.py): alloc_weights makes four 8 MiB buffers,
+ * alloc_activations sixteen 1 MiB ones, all alive at exit, and the program
+ * prints the line of each cudaMalloc call so the check knows what the
+ * frames must say. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "test_support.h"
+
+#define MiB (1u << 20)
+
+static void *weights[4];
+static void *activations[16];
+static int weights_line, activations_line;
+
+__attribute__((noinline)) static void alloc_weights(void)
+{
+    for (int i = 0; i < 4; i++) {
+        weights_line = __LINE__ + 1;
+        CHECK_CUDA(cudaMalloc(&weights[i], 8 * MiB));
+    }
+}
+
+__attribute__((noinline)) static void alloc_activations(void)
+{
+    for (int i = 0; i < 16; i++) {
+        activations_line = __LINE__ + 1;
+        CHECK_CUDA(cudaMalloc(&activations[i], MiB));
+    }
+}
+
+int main(void)
+{
+    alloc_weights();
+    alloc_activations();
+    printf("weights_line=%d activations_line=%d\n", weights_line, activations_line);
+    return 0;
+}

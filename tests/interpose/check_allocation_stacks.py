@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Call stacks in snapshots, through the live library: a snapshot of
+allocation_stacks names, for its largest blocks, the program's functions
+(alloc_weights for the 8 MiB blocks, alloc_activations for the 1 MiB ones)
+with the source line of each cudaMalloc call, and its trace entries carry
+the same frames; a stripped copy of the program gives module+offset frames
+for its own code; stacks:0 records no frames.
+usage: check_allocation_stacks.py PROGRAM (LD_PRELOAD names the library)"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+program = sys.argv[1]
+work = tempfile.mkdtemp(prefix="gpucache-stacks-")
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def snapshot_of(binary, configuration, name):
+    path = os.path.join(work, name)
+    env = dict(os.environ, GPUCACHE_ALLOC_CONF=f"snapshot:{path}" +
+               (f",{configuration}" if configuration else ""))
+    done = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        fail(f"{binary} '{configuration}': exit {done.returncode}\n{done.stdout}{done.stderr}")
+    lines = dict(re.findall(r"(\w+_line)=(\d+)", done.stdout))
+    return json.load(open(path)), {key: int(value) for key, value in lines.items()}
+
+
+def live_blocks(snapshot):
+    return [block for segment in snapshot["segments"] for block in segment["blocks"]
+            if block["state"] == "active_allocated"]
+
+
+def first_program_frame(frames, names):
+    return next((frame for frame in frames if frame["name"] in names), None)
+
+
+snapshot, lines = snapshot_of(program, "", "snapshot.json")
+expected = {8 << 20: ("alloc_weights", lines["weights_line"]),
+            1 << 20: ("alloc_activations", lines["activations_line"])}
+blocks = live_blocks(snapshot)
+if len(blocks) != 20:
+    fail(f"{len(blocks)} live blocks, expected 20")
+for block in blocks:
+    function, line = expected[block["size"]]
+    frame = first_program_frame(block["frames"], {"alloc_weights", "alloc_activations"})
+    if not frame or frame["name"] != function or frame["line"] != line or \
+            not frame["filename"].endswith("allocation_stacks.c"):
+        fail(f"a {block['size']}-byte block's frames do not name {function} at line {line}: "
+             f"{block['frames'][:4]}")
+    if any("gpucache" in f["filename"] or f["filename"].endswith(("interpose/memory_hooks.c",))
+           for f in block["frames"]):
+        fail(f"the library's own frames are in the stack: {block['frames']}")
+    if not any(frame["name"] == "main" for frame in block["frames"]):
+        fail(f"main is not in the stack: {block['frames']}")
+allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
+if len(allocs) != 20 or not all(first_program_frame(e["frames"], {"alloc_weights",
+                                                                  "alloc_activations"})
+                                 for e in allocs):
+    fail("the trace's alloc entries do not carry the program's frames")
+print("ok: 20 live blocks and their alloc entries name alloc_weights / alloc_activations "
+      f"at lines {lines['weights_line']} / {lines['activations_line']}")
+
+# The library's own trace: the same stacks, by id, with their frames after
+# the events; and it still replays.
+trace = os.path.join(work, "trace.txt")
+done = subprocess.run([program], env=dict(os.environ, GPUCACHE_ALLOC_CONF=f"trace:{trace}"),
+                      capture_output=True, text=True, timeout=120)
+text = open(trace).read().splitlines()
+events = [line.split() for line in text[1:] if not line.startswith(("stack ", "frame\t"))]
+alloc_stacks = {fields[8] for fields in events if fields[1] == "a"}
+stacks, current = {}, None
+for line in text:
+    if line.startswith("stack "):
+        current = line.split()[1]
+        stacks[current] = []
+    elif line.startswith("frame\t"):
+        stacks[current].append(line.split("\t")[1])
+if "0" in alloc_stacks or not alloc_stacks <= set(stacks) or \
+        not all({"alloc_weights", "alloc_activations"} & set(stacks[s]) for s in alloc_stacks):
+    fail(f"the trace's alloc lines do not name stacks with the program's functions: "
+         f"{sorted(alloc_stacks)} {stacks}")
+gpucache = os.environ.get("GPUCACHE_TEST_GPUCACHE")
+if gpucache:
+    replayed = subprocess.run([gpucache, "replay", trace], capture_output=True, text=True)
+    if replayed.returncode != 0:
+        fail(f"the trace with stacks does not replay: {replayed.stdout}{replayed.stderr}")
+print(f"ok: the trace names {len(alloc_stacks)} stacks for its allocations, with their frames")
+
+stripped = os.path.join(work, "allocation_stacks_stripped")
+subprocess.run(["strip", "-o", stripped, program], check=True)
+snapshot, _ = snapshot_of(stripped, "", "stripped.json")
+frames = live_blocks(snapshot)[0]["frames"]
+own = [f for f in frames if f["name"].startswith("allocation_stacks_stripped+0x")]
+if not own or any(f["line"] != 0 for f in own):
+    fail(f"a stripped program's frames are not module+offset: {frames}")
+print(f"ok: a stripped program gives {own[0]['name']}-style frames")
+
+snapshot, _ = snapshot_of(program, "stacks:0", "off.json")
+if any(block["frames"] for block in live_blocks(snapshot)) or \
+        any(e["frames"] for e in snapshot["device_traces"][0]):
+    fail("stacks:0 still records frames")
+print("ok: stacks:0 records no frames")
+shutil.rmtree(work)
