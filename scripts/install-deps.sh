@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
           libcriterion-dev libbsd-dev libxml2-utils python3 libzstd-dev liblz4-dev
-          librsvg2-bin)
+          librsvg2-bin libdw-dev libunwind-dev binutils)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \
