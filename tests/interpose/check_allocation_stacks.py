@@ -23,11 +23,12 @@ def fail(message):
     sys.exit(1)
 
 
-def snapshot_of(binary, configuration, name):
+def snapshot_of(binary, configuration, name, arguments=()):
     path = os.path.join(work, name)
     env = dict(os.environ, GPUCACHE_ALLOC_CONF=f"snapshot:{path}" +
                (f",{configuration}" if configuration else ""))
-    done = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([binary, *arguments], env=env, capture_output=True, text=True,
+                          timeout=120)
     if done.returncode != 0:
         fail(f"{binary} '{configuration}': exit {done.returncode}\n{done.stdout}{done.stderr}")
     lines = dict(re.findall(r"(\w+_line)=(\d+)", done.stdout))
@@ -49,18 +50,22 @@ expected = {8 << 20: ("alloc_weights", lines["weights_line"]),
 blocks = live_blocks(snapshot)
 if len(blocks) != 20:
     fail(f"{len(blocks)} live blocks, expected 20")
-for block in blocks:
-    function, line = expected[block["size"]]
-    frame = first_program_frame(block["frames"], {"alloc_weights", "alloc_activations"})
-    if not frame or frame["name"] != function or frame["line"] != line or \
-            not frame["filename"].endswith("allocation_stacks.c"):
-        fail(f"a {block['size']}-byte block's frames do not name {function} at line {line}: "
-             f"{block['frames'][:4]}")
-    if any("gpucache" in f["filename"] or f["filename"].endswith(("interpose/memory_hooks.c",))
-           for f in block["frames"]):
-        fail(f"the library's own frames are in the stack: {block['frames']}")
-    if not any(frame["name"] == "main" for frame in block["frames"]):
-        fail(f"main is not in the stack: {block['frames']}")
+def check_blocks(blocks, where):
+    for block in blocks:
+        function, line = expected[block["size"]]
+        frame = first_program_frame(block["frames"], {"alloc_weights", "alloc_activations"})
+        if not frame or frame["name"] != function or frame["line"] != line or \
+                not frame["filename"].endswith("allocation_stacks.c"):
+            fail(f"{where}: a {block['size']}-byte block's frames do not name {function} at line "
+                 f"{line}: {block['frames'][:4]}")
+        if any("gpucache" in f["filename"] or f["filename"].endswith(("interpose/memory_hooks.c",))
+               for f in block["frames"]):
+            fail(f"{where}: the library's own frames are in the stack: {block['frames']}")
+        if not any(frame["name"] == "main" for frame in block["frames"]):
+            fail(f"{where}: main is not in the stack: {block['frames']}")
+
+
+check_blocks(blocks, "at exit")
 allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
 if len(allocs) != 20 or not all(first_program_frame(e["frames"], {"alloc_weights",
                                                                   "alloc_activations"})
@@ -68,6 +73,16 @@ if len(allocs) != 20 or not all(first_program_frame(e["frames"], {"alloc_weights
     fail("the trace's alloc entries do not carry the program's frames")
 print("ok: 20 live blocks and their alloc entries name alloc_weights / alloc_activations "
       f"at lines {lines['weights_line']} / {lines['activations_line']}")
+
+# The snapshot at an out-of-memory failure shows what was alive, and who
+# allocated it.
+snapshot_of(program, "", "oom.json", ["oom"])
+oom = json.load(open(os.path.join(work, "oom-oom-1.json")))
+blocks = live_blocks(oom)
+if len(blocks) != 20:
+    fail(f"the out-of-memory snapshot holds {len(blocks)} live blocks, expected 20")
+check_blocks(blocks, "at the out of memory")
+print("ok: the out-of-memory snapshot names who allocated each live block")
 
 # The library's own trace: the same stacks, by id, with their frames after
 # the events; and it still replays.
