@@ -14,7 +14,7 @@ static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
 #undef GPUCACHE_CONFIG_KEY
 };
 
-/* Every kind's field type, so that a row naming a field of another type
+/* Every kind's field type, so that a row naming a field of another size
  * fails to compile instead of storing into the wrong bytes. */
 #define FIELD_TYPE_BOOLEAN bool
 #define FIELD_TYPE_MEBIBYTES uint64_t
