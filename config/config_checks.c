@@ -16,33 +16,25 @@ static int check_minimum(struct config_parser *parser, enum gpucache_config_key 
                              (unsigned long long)(config->large_segment_size / MEBIBYTE));
 }
 
-struct output_path {
-    enum gpucache_config_key key;
-    const char *path;
-};
-
 /* Two outputs written to one file would overwrite each other. */
 static int check_outputs_distinct(struct config_parser *parser)
 {
-    const struct gpucache_config *config = parser->config;
-    const struct output_path outputs[] = {
-        {GPUCACHE_KEY_REPORT, config->report_path},
-        {GPUCACHE_KEY_SUMMARY, config->summary_path},
-        {GPUCACHE_KEY_TRACE, config->trace_path},
-        {GPUCACHE_KEY_TRACE_CSV, config->trace_csv_path},
-        {GPUCACHE_KEY_SNAPSHOT, config->snapshot_path},
-    };
-    size_t count = sizeof outputs / sizeof outputs[0];
-    for (size_t later = 1; later < count; later++) {
-        for (size_t earlier = 0; earlier < later; earlier++) {
-            const char *path = outputs[later].path;
-            if (path[0] == '\0' || strcmp(path, "stderr") == 0 ||
-                strcmp(path, outputs[earlier].path) != 0)
+    for (int later = 0; later < GPUCACHE_KEY_COUNT; later++) {
+        const struct config_key_descriptor *later_key =
+            config_key_descriptor((enum gpucache_config_key)later);
+        const char *path = config_const_field(parser->config, later_key);
+        if (later_key->kind != CONFIG_KIND_PATH || path[0] == '\0' ||
+            strcmp(path, "stderr") == 0)
+            continue;
+        for (int earlier = 0; earlier < later; earlier++) {
+            const struct config_key_descriptor *earlier_key =
+                config_key_descriptor((enum gpucache_config_key)earlier);
+            if (earlier_key->kind != CONFIG_KIND_PATH ||
+                strcmp(path, config_const_field(parser->config, earlier_key)) != 0)
                 continue;
-            return config_fail_entry(parser, parser->key_entry_start[outputs[later].key],
+            return config_fail_entry(parser, parser->key_entry_start[later],
                                      "path already used by another output",
-                                     "a different path from %s's",
-                                     gpucache_config_key_name(outputs[earlier].key));
+                                     "a different path from %s's", earlier_key->name);
         }
     }
     return 0;

@@ -93,43 +93,99 @@ enum config_key_reach {
     CONFIG_REACH_NEVER,        /* accepted for PyTorch, no effect here */
 };
 
+/* How a value is read, stored and printed; config_keys.def gives each
+ * kind's field type. */
+enum config_value_kind {
+    CONFIG_KIND_BOOLEAN = 0,
+    CONFIG_KIND_MEBIBYTES,
+    CONFIG_KIND_FRACTION,
+    CONFIG_KIND_POWER_OF_TWO,
+    CONFIG_KIND_CHOICE,
+    CONFIG_KIND_PATH,
+    CONFIG_KIND_SIGNAL,
+    /* Stored and printed by code of their own (config_lists.c). */
+    CONFIG_KIND_ROUNDUP,
+    CONFIG_KIND_RESERVE,
+    CONFIG_KIND_RESERVE_BY_CLASS,
+    CONFIG_KIND_COUNT
+};
+
+/* What a key accepts beyond its kind's syntax; zero accepts everything the
+ * kind does. */
+struct config_value_limits {
+    uint64_t minimum;          /* MEBIBYTES: smallest MiB accepted */
+    const char *below_minimum; /* MEBIBYTES: what the message says below it */
+    bool stored_in_mebibytes;  /* MEBIBYTES: the field counts MiB, not bytes */
+    bool excludes_bounds;      /* FRACTION: (0,1) rather than [0,1] */
+    uint64_t maximum;          /* POWER_OF_TWO: largest accepted */
+    const char *const *choices; /* CHOICE: the names, NULL-terminated */
+    bool accepts_stderr;       /* PATH: "stderr" is a destination */
+};
+
 struct config_key_descriptor {
     enum gpucache_config_key key;
     const char *name;
     const char *alias; /* PyTorch's other spelling, or NULL */
     const char *expected; /* what the value may be, for messages */
-    config_value_parser parse;
+    enum config_value_kind kind;
     enum config_key_reach reach;
+    size_t offset; /* of the field in struct gpucache_config */
+    struct config_value_limits limits;
 };
 
 /* The descriptor of `key`, and the one named `name` (NULL if none). */
 const struct config_key_descriptor *config_key_descriptor(enum gpucache_config_key key);
 const struct config_key_descriptor *config_find_key(const char *name);
 
+/* The key's field in `config`, of the type its kind says. */
+static inline void *config_field(struct gpucache_config *config,
+                                 const struct config_key_descriptor *key)
+{
+    return (char *)config + key->offset;
+}
+
+static inline const void *config_const_field(const struct gpucache_config *config,
+                                             const struct config_key_descriptor *key)
+{
+    return (const char *)config + key->offset;
+}
+
 /* PyTorch's defaults, shared and never written. */
 const struct gpucache_config *config_default_config(void);
 
-/* Value parsers, one per kind of value (config_values.c). */
-int config_parse_boolean(struct config_parser *parser,
-                         const struct config_key_descriptor *key);
-int config_parse_mebibytes(struct config_parser *parser,
-                           const struct config_key_descriptor *key);
-int config_parse_fraction(struct config_parser *parser,
-                          const struct config_key_descriptor *key);
+/* Parses the key's value with its kind's parser (config_values.c). */
+int config_parse_value(struct config_parser *parser, const struct config_key_descriptor *key);
+
+/* The kinds with a store of their own (config_lists.c). */
 int config_parse_roundup(struct config_parser *parser,
                          const struct config_key_descriptor *key);
 int config_parse_reserve(struct config_parser *parser,
                          const struct config_key_descriptor *key);
 int config_parse_reserve_by_class(struct config_parser *parser,
                                   const struct config_key_descriptor *key);
-int config_parse_register_threads(struct config_parser *parser,
-                                  const struct config_key_descriptor *key);
-int config_parse_choice(struct config_parser *parser,
-                        const struct config_key_descriptor *key);
-int config_parse_path(struct config_parser *parser,
-                      const struct config_key_descriptor *key);
-int config_parse_signal(struct config_parser *parser,
-                        const struct config_key_descriptor *key);
+
+/* Shared by the value parsers of both files. */
+enum config_number_status {
+    NUMBER_OK = 0,
+    NUMBER_NOT_A_NUMBER,
+    NUMBER_NEGATIVE,
+    NUMBER_OVERFLOW,
+};
+
+/* Digits only: no sign, no spaces, no hexadecimal (stoull's leniency). */
+enum config_number_status config_whole_number(const char *word, uint64_t *value);
+/* Plain decimal notation with an optional exponent ("0.5", ".5", "5e-1");
+ * no sign, inf, nan or hexadecimal floats. Always read in the C locale. */
+enum config_number_status config_decimal(const char *word, double *value);
+bool config_is_power_of_two(uint64_t value);
+/* Makes sure the value is one word; lists and missing values are errors. */
+int config_require_word(struct config_parser *parser, const struct config_key_descriptor *key);
+/* The error about the whole entry, with the key's "expected" text. */
+int config_fail_value(struct config_parser *parser, const struct config_key_descriptor *key,
+                      const char *what);
+/* The error for a number that did not read, `negative_what` for a sign. */
+int config_fail_number(struct config_parser *parser, const struct config_key_descriptor *key,
+                       enum config_number_status status, const char *negative_what);
 
 /* Checks between keys once all are read (minimums that depend on
  * large_segment_size_mb, snapshot_signal needing snapshot). */

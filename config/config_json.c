@@ -91,76 +91,86 @@ static void emit_roundup_table(struct json_writer *writer, const uint32_t *divis
     emit(writer, "}");
 }
 
-static const char *backend_name(enum gpucache_backend backend)
+static void emit_reserve_classes(struct json_writer *writer,
+                                 const struct gpucache_config *config)
 {
-    return backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC ? "cudaMallocAsync" : "native";
+    emit(writer, "{");
+    for (size_t i = 0; i < config->reserve_class_count; i++) {
+        emit(writer, "%s", i == 0 ? "" : ", ");
+        emit_string(writer, config->reserve_classes[i].name);
+        emit(writer, ": ");
+        emit_reserve(writer, &config->reserve_classes[i].reserve);
+    }
+    emit(writer, "}");
 }
 
-static const char *reuse_name(enum gpucache_reuse_mode reuse)
+/* A choice outside its names (a struct filled by hand) prints as the first,
+ * the default. */
+static const char *choice_name(const struct config_value_limits *limits, int chosen)
 {
-    return reuse == GPUCACHE_REUSE_CONSERVATIVE ? "conservative"
-           : reuse == GPUCACHE_REUSE_RELAXED    ? "relaxed"
-                                                : "async";
+    for (int i = 0; limits->choices[i] != NULL; i++) {
+        if (i == chosen)
+            return limits->choices[i];
+    }
+    return limits->choices[0];
 }
 
+/* Each kind's field type is the one config_keys.def gives it. */
 static void emit_value(struct json_writer *writer, const struct gpucache_config *config,
-                       enum gpucache_config_key key)
+                       const struct config_key_descriptor *key)
 {
+    const void *field = config_const_field(config, key);
+    bool flag;
+    uint64_t size;
+    double fraction;
+    uint32_t count;
+    int number;
     char signal[32];
-    switch (key) {
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS: emit(writer, "%s", config->expandable_segments ? "true" : "false"); break;
-    case GPUCACHE_KEY_MAX_SPLIT_SIZE_MB:
-        if (config->max_split_size == UINT64_MAX)
+    switch (key->kind) {
+    case CONFIG_KIND_BOOLEAN:
+        memcpy(&flag, field, sizeof flag);
+        emit(writer, "%s", flag ? "true" : "false");
+        break;
+    case CONFIG_KIND_MEBIBYTES:
+        memcpy(&size, field, sizeof size);
+        if (size == UINT64_MAX)
             emit(writer, "null");
         else
-            emit(writer, "%llu", (unsigned long long)(config->max_split_size / MEBIBYTE));
+            emit(writer, "%llu", (unsigned long long)(key->limits.stored_in_mebibytes
+                                                          ? size : size / MEBIBYTE));
         break;
-    case GPUCACHE_KEY_MAX_NON_SPLIT_ROUNDING_MB:
-        emit(writer, "%llu", (unsigned long long)(config->max_non_split_rounding / MEBIBYTE));
+    case CONFIG_KIND_FRACTION:
+        memcpy(&fraction, field, sizeof fraction);
+        emit_number(writer, fraction, "");
         break;
-    case GPUCACHE_KEY_ROUNDUP_POWER2_DIVISIONS: emit_roundup_table(writer, config->roundup_power2_divisions); break;
-    case GPUCACHE_KEY_GARBAGE_COLLECTION_THRESHOLD: emit_number(writer, config->garbage_collection_threshold, ""); break;
-    case GPUCACHE_KEY_LARGE_SEGMENT_SIZE_MB:
-        emit(writer, "%llu", (unsigned long long)(config->large_segment_size / MEBIBYTE));
+    case CONFIG_KIND_POWER_OF_TWO:
+        memcpy(&count, field, sizeof count);
+        emit(writer, "%u", count);
         break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE: emit_reserve(writer, &config->expandable_segments_reserve); break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_RESERVE_BY_CLASS:
-        emit(writer, "{");
-        for (size_t i = 0; i < config->reserve_class_count; i++) {
-            emit(writer, "%s", i == 0 ? "" : ", ");
-            emit_string(writer, config->reserve_classes[i].name);
-            emit(writer, ": ");
-            emit_reserve(writer, &config->reserve_classes[i].reserve);
-        }
-        emit(writer, "}");
+    case CONFIG_KIND_CHOICE:
+        memcpy(&number, field, sizeof number);
+        emit(writer, "\"%s\"", choice_name(&key->limits, number));
         break;
-    case GPUCACHE_KEY_PER_PROCESS_MEMORY_FRACTION: emit_number(writer, config->per_process_memory_fraction, ""); break;
-    case GPUCACHE_KEY_THROW_ON_CUDAMALLOC_OOM: emit(writer, "%s", config->throw_on_cudamalloc_oom ? "true" : "false"); break;
-    case GPUCACHE_KEY_RELEASE_LOCK_ON_CUDAMALLOC: emit(writer, "%s", config->release_lock_on_cudamalloc ? "true" : "false"); break;
-    case GPUCACHE_KEY_BACKEND: emit(writer, "\"%s\"", backend_name(config->backend)); break;
-    case GPUCACHE_KEY_GRAPH_CAPTURE_RECORD_STREAM_REUSE: emit(writer, "%s", config->graph_capture_record_stream_reuse ? "true" : "false"); break;
-    case GPUCACHE_KEY_PINNED_USE_BACKGROUND_THREADS: emit(writer, "%s", config->pinned_use_background_threads ? "true" : "false"); break;
-    case GPUCACHE_KEY_PINNED_USE_CUDA_HOST_REGISTER: emit(writer, "%s", config->pinned_use_cuda_host_register ? "true" : "false"); break;
-    case GPUCACHE_KEY_PINNED_NUM_REGISTER_THREADS: emit(writer, "%u", config->pinned_num_register_threads); break;
-    case GPUCACHE_KEY_PINNED_RESERVE_SEGMENT_SIZE_MB: emit(writer, "%llu", (unsigned long long)config->pinned_reserve_segment_size_mb); break;
-    case GPUCACHE_KEY_PINNED_FREE_CATCH_ALL: emit(writer, "%s", config->pinned_free_catch_all ? "true" : "false"); break;
-    case GPUCACHE_KEY_REUSE: emit(writer, "\"%s\"", reuse_name(config->reuse)); break;
-    case GPUCACHE_KEY_PASSTHROUGH: emit(writer, "%s", config->passthrough ? "true" : "false"); break;
-    case GPUCACHE_KEY_OOM_MESSAGE: emit(writer, "%s", config->oom_message ? "true" : "false"); break;
-    case GPUCACHE_KEY_MEMINFO: emit(writer, "\"%s\"", config->meminfo == GPUCACHE_MEMINFO_RAW ? "raw" : "cache_as_free"); break;
-    case GPUCACHE_KEY_EXPANDABLE_SEGMENTS_SIZE_CLASS_MB:
-        emit(writer, "%llu", (unsigned long long)(config->expandable_segments_size_class / MEBIBYTE));
+    case CONFIG_KIND_PATH:
+        emit_optional_string(writer, field);
         break;
-    case GPUCACHE_KEY_REPORT: emit_optional_string(writer, config->report_path); break;
-    case GPUCACHE_KEY_SUMMARY: emit_optional_string(writer, config->summary_path); break;
-    case GPUCACHE_KEY_TRACE: emit_optional_string(writer, config->trace_path); break;
-    case GPUCACHE_KEY_TRACE_CSV: emit_optional_string(writer, config->trace_csv_path); break;
-    case GPUCACHE_KEY_SNAPSHOT: emit_optional_string(writer, config->snapshot_path); break;
-    case GPUCACHE_KEY_SNAPSHOT_SIGNAL:
-        gpucache_config_signal_name(config->snapshot_signal, signal, sizeof signal);
+    case CONFIG_KIND_SIGNAL:
+        memcpy(&number, field, sizeof number);
+        gpucache_config_signal_name(number, signal, sizeof signal);
         emit_optional_string(writer, signal);
         break;
-    default: emit(writer, "null"); break;
+    case CONFIG_KIND_ROUNDUP:
+        emit_roundup_table(writer, field);
+        break;
+    case CONFIG_KIND_RESERVE:
+        emit_reserve(writer, field);
+        break;
+    case CONFIG_KIND_RESERVE_BY_CLASS:
+        emit_reserve_classes(writer, config);
+        break;
+    default:
+        emit(writer, "null");
+        break;
     }
 }
 
@@ -176,7 +186,7 @@ size_t gpucache_config_to_json(const struct gpucache_config *config,
     for (int index = 0; index < GPUCACHE_KEY_COUNT; index++) {
         enum gpucache_config_key key = (enum gpucache_config_key)index;
         emit(&writer, "    \"%s\": {\"value\": ", gpucache_config_key_name(key));
-        emit_value(&writer, config, key);
+        emit_value(&writer, config, config_key_descriptor(key));
         emit(&writer, ", \"source\": \"%s\"}%s\n",
              config->key_from_string[key] ? "string" : "default",
              index + 1 < GPUCACHE_KEY_COUNT ? "," : "");

@@ -1,35 +1,42 @@
-/* The table of keys (from config_keys.def): names, what each accepts,
- * defaults, which keys have no effect in this build, and the roundup bucket
- * lookup. */
+/* The table of keys (from config_keys.def): names, what each accepts, where
+ * each is stored, the defaults, which keys have no effect in this build, and
+ * the roundup bucket lookup. */
 #include "config_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
-#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, parser, reach) \
-    {GPUCACHE_KEY_##id, name, alias, expected, config_parse_##parser, CONFIG_REACH_##reach},
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, kind, reach, field, default, limits) \
+    {GPUCACHE_KEY_##id, name, alias, expected, CONFIG_KIND_##kind, CONFIG_REACH_##reach, \
+     offsetof(struct gpucache_config, field), limits},
 #include "config_keys.def"
 #undef GPUCACHE_CONFIG_KEY
 };
 
+/* Every kind's field type, so that a row naming a field of another size
+ * fails to compile instead of storing into the wrong bytes. */
+#define FIELD_TYPE_BOOLEAN bool
+#define FIELD_TYPE_MEBIBYTES uint64_t
+#define FIELD_TYPE_FRACTION double
+#define FIELD_TYPE_POWER_OF_TWO uint32_t
+#define FIELD_TYPE_CHOICE int
+#define FIELD_TYPE_PATH char[GPUCACHE_PATH_MAX]
+#define FIELD_TYPE_SIGNAL int
+#define FIELD_TYPE_ROUNDUP uint32_t[GPUCACHE_ROUNDUP_BUCKETS]
+#define FIELD_TYPE_RESERVE struct gpucache_reserve
+#define FIELD_TYPE_RESERVE_BY_CLASS struct gpucache_reserve_class[GPUCACHE_MAX_RESERVE_CLASSES]
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, kind, reach, field, default, limits) \
+    _Static_assert(sizeof(((struct gpucache_config *)0)->field) == sizeof(FIELD_TYPE_##kind), \
+                   #field " is not the type of a " #kind " value");
+#include "config_keys.def"
+#undef GPUCACHE_CONFIG_KEY
+
 static const struct gpucache_config default_config = {
-    .expandable_segments = false,
-    .max_split_size = UINT64_MAX,
-    .max_non_split_rounding = 20 * MEBIBYTE,
-    .garbage_collection_threshold = 0.0,
-    .large_segment_size = 20 * MEBIBYTE,
-    /* Tensors this large are few and long-lived; kept apart, the smaller
-     * ones never settle in the slots they free (BENCHMARKS.md). */
-    .expandable_segments_size_class = 256 * MEBIBYTE,
-    .expandable_segments_reserve = {.kind = GPUCACHE_RESERVE_DEFAULT},
-    .per_process_memory_fraction = 1.0,
-    .backend = GPUCACHE_BACKEND_NATIVE,
-    .pinned_num_register_threads = 1,
-    .pinned_reserve_segment_size_mb = 0,
-    .reuse = GPUCACHE_REUSE_ASYNC,
-    .meminfo = GPUCACHE_MEMINFO_CACHE_AS_FREE,
-    .oom_message = true,
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, kind, reach, field, default, limits) \
+    .field = default,
+#include "config_keys.def"
+#undef GPUCACHE_CONFIG_KEY
     .source_variable = NULL,
 };
 
@@ -74,13 +81,9 @@ const char *gpucache_config_key_expected(enum gpucache_config_key key)
 
 bool gpucache_config_key_is_output(enum gpucache_config_key key)
 {
-    switch (key) {
-    case GPUCACHE_KEY_REPORT: case GPUCACHE_KEY_SUMMARY: case GPUCACHE_KEY_TRACE:
-    case GPUCACHE_KEY_TRACE_CSV: case GPUCACHE_KEY_SNAPSHOT: case GPUCACHE_KEY_SNAPSHOT_SIGNAL:
-        return true;
-    default:
-        return false;
-    }
+    const struct config_key_descriptor *descriptor = config_key_descriptor(key);
+    return descriptor != NULL &&
+           (descriptor->kind == CONFIG_KIND_PATH || descriptor->kind == CONFIG_KIND_SIGNAL);
 }
 
 uint32_t gpucache_config_roundup_divisions(const struct gpucache_config *config,

@@ -257,11 +257,11 @@ static int parse_entry(struct config_parser *parser)
         return config_fail_entry(parser, start, "missing ':' after the key",
                                  "%s:<value>", key->name);
     config_next(parser);
-    if (key->parse(parser, key) != 0)
+    if (config_parse_value(parser, key) != 0)
         return -1;
     parser->config->key_from_string[key->key] = true;
     parser->key_entry_start[key->key] = start;
-    parser->previous_entry_was_path = key->parse == config_parse_path;
+    parser->previous_entry_was_path = key->kind == CONFIG_KIND_PATH;
     parser->previous_entry_start = start;
     return 0;
 }

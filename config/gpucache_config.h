@@ -58,7 +58,8 @@ struct gpucache_reserve_class {
 /* Every key, in the order `gpucache config` prints them: one per line of
  * config_keys.def. */
 enum gpucache_config_key {
-#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, parser, reach) GPUCACHE_KEY_##id,
+#define GPUCACHE_CONFIG_KEY(id, name, alias, expected, kind, reach, field, default, limits) \
+    GPUCACHE_KEY_##id,
 #include "config_keys.def"
 #undef GPUCACHE_CONFIG_KEY
     GPUCACHE_KEY_COUNT
