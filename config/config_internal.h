@@ -100,6 +100,7 @@ enum config_value_kind {
     CONFIG_KIND_MEBIBYTES,
     CONFIG_KIND_FRACTION,
     CONFIG_KIND_POWER_OF_TWO,
+    CONFIG_KIND_WHOLE_NUMBER,
     CONFIG_KIND_CHOICE,
     CONFIG_KIND_PATH,
     CONFIG_KIND_SIGNAL,
@@ -117,7 +118,7 @@ struct config_value_limits {
     const char *below_minimum; /* MEBIBYTES: what the message says below it */
     bool stored_in_mebibytes;  /* MEBIBYTES: the field counts MiB, not bytes */
     bool excludes_bounds;      /* FRACTION: (0,1) rather than [0,1] */
-    uint64_t maximum;          /* POWER_OF_TWO: largest accepted */
+    uint64_t maximum;          /* POWER_OF_TWO, WHOLE_NUMBER: largest accepted */
     const char *const *choices; /* CHOICE: the names, NULL-terminated */
     bool accepts_stderr;       /* PATH: "stderr" is a destination */
 };

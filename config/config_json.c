@@ -144,6 +144,7 @@ static void emit_value(struct json_writer *writer, const struct gpucache_config 
         emit_number(writer, fraction, "");
         break;
     case CONFIG_KIND_POWER_OF_TWO:
+    case CONFIG_KIND_WHOLE_NUMBER:
         memcpy(&count, field, sizeof count);
         emit(writer, "%u", count);
         break;

@@ -20,6 +20,7 @@ static const struct config_key_descriptor descriptors[GPUCACHE_KEY_COUNT] = {
 #define FIELD_TYPE_MEBIBYTES uint64_t
 #define FIELD_TYPE_FRACTION double
 #define FIELD_TYPE_POWER_OF_TWO uint32_t
+#define FIELD_TYPE_WHOLE_NUMBER uint32_t
 #define FIELD_TYPE_CHOICE int
 #define FIELD_TYPE_PATH char[GPUCACHE_PATH_MAX]
 #define FIELD_TYPE_SIGNAL int

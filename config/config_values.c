@@ -191,6 +191,23 @@ static int parse_power_of_two(struct config_parser *parser,
     return 0;
 }
 
+static int parse_whole_number(struct config_parser *parser,
+                              const struct config_key_descriptor *key)
+{
+    if (config_require_word(parser, key) != 0)
+        return -1;
+    uint64_t number = 0;
+    enum config_number_status status = config_whole_number(parser->token.word, &number);
+    if (status != NUMBER_OK)
+        return config_fail_number(parser, key, status, "negative number");
+    if (number > key->limits.maximum)
+        return config_fail_value(parser, key, "number out of range");
+    uint32_t value = (uint32_t)number;
+    memcpy(config_field(parser->config, key), &value, sizeof value);
+    config_next(parser);
+    return 0;
+}
+
 static int parse_choice(struct config_parser *parser, const struct config_key_descriptor *key)
 {
     if (config_require_word(parser, key) != 0)
@@ -326,6 +343,7 @@ int config_parse_value(struct config_parser *parser, const struct config_key_des
         [CONFIG_KIND_MEBIBYTES] = parse_mebibytes,
         [CONFIG_KIND_FRACTION] = parse_fraction,
         [CONFIG_KIND_POWER_OF_TWO] = parse_power_of_two,
+        [CONFIG_KIND_WHOLE_NUMBER] = parse_whole_number,
         [CONFIG_KIND_CHOICE] = parse_choice,
         [CONFIG_KIND_PATH] = parse_path,
         [CONFIG_KIND_SIGNAL] = parse_signal,

@@ -94,6 +94,8 @@ struct gpucache_config {
     bool passthrough;
     enum gpucache_meminfo_mode meminfo;
     bool oom_message; /* one line on stderr for each out of memory; default on */
+    /* Frames of the call stack kept per event of a snapshot or trace; 0: none. */
+    uint32_t stack_frames;
     /* Large-pool requests of at least this many bytes grow expandable
      * segments of their own, apart from smaller ones; 0: one class. */
     uint64_t expandable_segments_size_class;

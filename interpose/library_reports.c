@@ -26,7 +26,6 @@
 /* How long the exit reports wait for the work behind pending frees: long
  * enough for an idle stream to answer a fence, short against any exit. */
 #define EXIT_SETTLE_PATIENCE_NS (100 * 1000 * 1000)
-#define STACK_DEPTH_UNSET_DEFAULT 16
 
 /* The newest 16 Mi events (640 MiB) are kept: a long run must not exhaust
  * host memory for its trace. Dropping the oldest keeps snapshots consistent
@@ -57,19 +56,12 @@ void library_reports_snapshot_requested(void)
     __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
 }
 
-/* The frames kept per stack: the stacks key, else 16 whenever events are
- * recorded (for a snapshot or trace) and none otherwise. */
-static size_t configured_stack_depth(const struct gpucache_config *config __attribute__((unused)))
-{
-    return STACK_DEPTH_UNSET_DEFAULT;
-}
-
 static void create_event_log(void)
 {
     const struct gpucache_config *config = library_config();
     if (!events_wanted(config))
         return;
-    size_t depth = configured_stack_depth(config);
+    size_t depth = config->stack_frames;
     if (depth > 0 && (stack_table = gpucache_stack_table_create()) != NULL) {
         gpucache_stack_capture_prepare((const void *)create_event_log);
         stack_depth = depth;

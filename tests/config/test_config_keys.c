@@ -147,6 +147,9 @@ Test(config, choices)
     cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:128").expandable_segments_size_class,
                  (uint64_t)128 << 20);
     cr_assert_eq(parse_accepted("expandable_segments_size_class_mb:0").expandable_segments_size_class, 0);
+    cr_assert_eq(parse_accepted("stacks:0").stack_frames, 0);
+    cr_assert_eq(parse_accepted("stacks:64").stack_frames, 64);
+    cr_assert_eq(parse_accepted("").stack_frames, 16, "16 frames unless told otherwise");
 }
 
 Test(config, pinned_register_threads_powers_of_two_up_to_128)

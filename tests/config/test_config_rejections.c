@@ -264,6 +264,10 @@ Test(config, unknown_choices)
     expect_rejected("expandable_segments_size_class_mb:64M",
                     "not a number in 'expandable_segments_size_class_mb:64M' "
                     "(expected a whole number of MiB, 0 for one class)");
+    expect_rejected("stacks:65", "number out of range in 'stacks:65' "
+                    "(expected a whole number of frames from 0 to 64, 0 for none)");
+    expect_rejected("stacks:-1", "negative number in 'stacks:-1' "
+                    "(expected a whole number of frames from 0 to 64, 0 for none)");
 }
 
 Test(config, register_threads)

@@ -37,6 +37,12 @@ def has_text(name):
     return os.path.getsize(path(name)) > 0
 
 
+def has_frames(name):
+    with open(path(name)) as stream:
+        snapshot = json.load(stream)
+    return any(entry.get("frames") for trace in snapshot["device_traces"] for entry in trace)
+
+
 def is_csv(name):
     with open(path(name)) as stream:
         return "," in stream.readline()
@@ -91,6 +97,8 @@ ROWS = [
     ("trace_csv", "one", None, "", "trace_csv:" + path("replay-%p.csv"),
      files_named("replay-", is_csv)),
     ("snapshot", "one", None, "", "snapshot:" + path("snap-%p.json"), files_named("snap-", is_json)),
+    ("stacks", "one", None, "snapshot:" + path("stk-%p.json") + ",stacks:0",
+     "snapshot:" + path("stk-%p.json") + ",stacks:8", files_named("stk-", has_frames)),
     ("snapshot_signal", "signal", None, "snapshot:" + path("sig-%p.json"),
      "snapshot:" + path("sig-%p.json") + ",snapshot_signal:SIGUSR1",
      lambda: [n for n in os.listdir(work) if "-signal-" in n and is_json(n)]),
