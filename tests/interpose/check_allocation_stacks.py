@@ -5,7 +5,10 @@ allocation_stacks names, for its largest blocks, the program's functions
 with the source line of each cudaMalloc call, and its trace entries carry
 the same frames; a stripped copy of the program gives module+offset frames
 for its own code; stacks:0 records no frames.
-usage: check_allocation_stacks.py PROGRAM (LD_PRELOAD names the library)"""
+With the training_loop sample as a second argument, its snapshot's largest
+allocations name its own main and the line of their cudaMalloc call.
+usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP] (LD_PRELOAD names
+the library)"""
 import json
 import os
 import re
@@ -126,4 +129,19 @@ if any(block["frames"] for block in live_blocks(snapshot)) or \
         any(e["frames"] for e in snapshot["device_traces"][0]):
     fail("stacks:0 still records frames")
 print("ok: stacks:0 records no frames")
+if len(sys.argv) > 2:
+    sample = sys.argv[2]
+    snapshot, _ = snapshot_of(sample, "", "sample.json", ["20"])
+    allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
+    largest = sorted(allocs, key=lambda e: -e["size"])[:10]
+    source = open(os.path.join(os.path.dirname(__file__), "..", "..", "samples",
+                               "training_loop.c")).read().splitlines()
+    for entry in largest:
+        frame = first_program_frame(entry["frames"], {"main"})
+        if not frame or not frame["filename"].endswith("training_loop.c") or \
+                "cudaMalloc" not in source[frame["line"] - 1]:
+            fail(f"a {entry['size']}-byte allocation of training_loop does not name its "
+                 f"cudaMalloc line in main: {entry['frames'][:3]}")
+    lines = sorted({first_program_frame(e["frames"], {"main"})["line"] for e in largest})
+    print(f"ok: training_loop's 10 largest allocations name main at training_loop.c lines {lines}")
 shutil.rmtree(work)
