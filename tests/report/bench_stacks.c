@@ -1,6 +1,6 @@
 /* The cost of recording a call stack per event: capturing 16 frames with
- * glibc's backtrace() (what the library uses) against libunwind's
- * unw_backtrace, interning a stack already in the table, and the snapshot
+ * libunwind's unw_backtrace (what the library uses, with its cache) against
+ * glibc's backtrace(), interning a stack already in the table, and the snapshot
  * bytes per event with frames. Run from a call chain 24 frames deep, as an
  * allocation inside a framework would be.
  * usage: bench_stacks [ITERATIONS [capture|unw_backtrace|backtrace|intern]]
@@ -61,7 +61,7 @@ static void measure(void)
     if (mode)
         return;
     printf("16 frames from 24 deep, %ld iterations each (ns per call):\n", iterations);
-    printf("  gpucache_stack_capture (backtrace, own frames left out) %8.1f\n", capture * 1e9);
+    printf("  gpucache_stack_capture (unw_backtrace, cached)   %8.1f\n", capture * 1e9);
     printf("  unw_backtrace alone                                        %8.1f\n", unwind * 1e9);
     printf("  glibc backtrace()                                          %8.1f\n", glibc * 1e9);
     printf("  intern a stack already in the table                        %8.1f\n", intern * 1e9);
