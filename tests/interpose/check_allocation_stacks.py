@@ -11,6 +11,7 @@ usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP] (LD_PRELOAD names
 the library)"""
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -71,6 +72,13 @@ def check_blocks(blocks, where):
 
 
 check_blocks(blocks, "at exit")
+
+# The pickle encoding carries the same frames.
+pickled = os.path.join(work, "snapshot.pickle")
+subprocess.run([program], env=dict(os.environ, GPUCACHE_ALLOC_CONF=f"snapshot:{pickled}"),
+               capture_output=True, timeout=120, check=True)
+with open(pickled, "rb") as stream:
+    check_blocks(live_blocks(pickle.load(stream)), "in the pickle")
 allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
 if len(allocs) != 20 or not all(first_program_frame(e["frames"], {"alloc_weights",
                                                                   "alloc_activations"})
