@@ -1,7 +1,9 @@
+/* The allocation paths that bypass the cache: forwarded calls that are only
+ * recorded, and the driver's stream-ordered pool standing in for it. */
 #include "alternative_backends.h"
 
 #include "cuda_driver.h"
-#include "device_state.h"
+#include "device_registry.h"
 #include "tracked_allocations.h"
 
 static int current_device(const struct real_driver *driver)

@@ -3,7 +3,8 @@
  * driver frees its memory itself: the device's cache is forgotten, never
  * freed a second time. */
 #include "cuda_driver.h"
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "hook_support.h"
 #include "hooks.h"
 #include "library_lifecycle.h"
@@ -15,7 +16,7 @@
  * device reports the unmapping otherwise). Plain segments make no call. */
 static void forget_before_context_ends(CUdevice dev)
 {
-    if (hook_passes_through())
+    if (hook_bypassed_after_fork())
         return;
     const struct gpucache_driver *driver = cuda_driver_interface();
     if (library_config()->expandable_segments && device_context(dev) && device_allocator(dev))
@@ -26,7 +27,7 @@ static void forget_before_context_ends(CUdevice dev)
 /* The same for every device served in a context about to be destroyed. */
 static void forget_context_before_destroy(CUcontext ctx)
 {
-    if (hook_passes_through() || !ctx)
+    if (hook_bypassed_after_fork() || !ctx)
         return;
     for (int dev = 0; dev < device_count_limit(); dev++)
         if (device_context(dev) == ctx)
@@ -67,7 +68,7 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->primary_ctx_release(dev);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
+    if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         primary_context_released(driver, dev);
     return result;
 }
@@ -78,7 +79,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->primary_ctx_release_v2(dev);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
+    if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         primary_context_released(driver, dev);
     return result;
 }
@@ -124,7 +125,7 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->ctx_enable_peer_access(peerContext, Flags);
-    if (result != CUDA_SUCCESS || hook_passes_through())
+    if (result != CUDA_SUCCESS || hook_bypassed_after_fork())
         return result;
     /* Plain segments become peer-accessible through the driver; mapped
      * (expandable) memory only through access set per mapping. The driver's

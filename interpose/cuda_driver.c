@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_state.h"
+#include "device_registry.h"
 #include "real_driver.h"
 #include "stream_tokens.h"
 
@@ -104,26 +104,17 @@ static gpucache_result memory_info(void *context, int device, size_t *free_bytes
     return result;
 }
 
-static bool stream_capturing(CUstream stream)
-{
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult result = driver()->stream_is_capturing(stream, &status);
-    /* The legacy stream answers STREAM_CAPTURE_IMPLICIT while a blocking
-     * stream of its context captures: that counts as capturing. */
-    return result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 bool cuda_driver_capture_active(int device)
 {
     if (!driver()->stream_is_capturing)
         return false;
-    if (stream_capturing(CU_STREAM_LEGACY))
+    if (real_driver_stream_capturing(driver(), CU_STREAM_LEGACY, false))
         return true;
     size_t count = 0;
     CUstream *streams = device_non_blocking_streams(device, &count);
     bool active = false;
     for (size_t i = 0; i < count && !active; i++)
-        active = stream_capturing(streams[i]);
+        active = real_driver_stream_capturing(driver(), streams[i], false);
     free(streams);
     return active;
 }

@@ -1,10 +1,11 @@
 /* gpucache_device_stats: the statistics of one device in PyTorch's names,
  * from the caching allocator (the live one, or the last one whose context
- * was destroyed), or from the counts kept by the pass-through and
- * driver-pool modes. */
+ * was destroyed), or from the counts kept by the passthrough:True and
+ * backend:cudaMallocAsync modes. */
 #include <string.h>
 
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "gpucache_public.h"
 #include "tracked_allocations.h"
 

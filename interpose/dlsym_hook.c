@@ -4,7 +4,7 @@
  * preloaded objects; only a dlsym hook sees that lookup.
  *
  * glibc resolves RTLD_NEXT and RTLD_DEFAULT relative to dlsym's caller, taken
- * from the return address. The pass-through path therefore ends in a jump to
+ * from the return address. The forwarding path therefore ends in a jump to
  * the real dlsym (a tail call), so the return address is still the
  * program's; a test disassembles this function to check the jump is there.
  * This file is compiled without sanitizers, whose function-exit hooks would

@@ -1,5 +1,5 @@
 /* What every hook does first: find the real driver, and decide whether the
- * call is the library's to serve or passes straight through. */
+ * call is the library's to serve or bypasses the cache. */
 #ifndef GPUCACHE_INTERPOSE_HOOK_SUPPORT_H
 #define GPUCACHE_INTERPOSE_HOOK_SUPPORT_H
 
@@ -18,9 +18,9 @@ static inline const struct real_driver *hook_driver(void)
 
 /* True when the library must not touch the call at all: in a child forked
  * after CUDA was used. */
-static inline bool hook_passes_through(void)
+static inline bool hook_bypassed_after_fork(void)
 {
-    return library_passes_everything_through();
+    return library_bypassed_after_fork();
 }
 
 /* The operating mode for allocation calls. */

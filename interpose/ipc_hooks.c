@@ -3,7 +3,7 @@
  * a plain segment is such an allocation; its segment is pinned so it is
  * never split, returned or reused while the program lives. Any other cached
  * block would hand the peer the wrong bytes, so the export fails loudly. */
-#include "device_state.h"
+#include "device_allocators.h"
 #include "hook_support.h"
 #include "hooks.h"
 #include "log.h"
@@ -13,7 +13,7 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (hook_passes_through() || hook_mode() != HOOK_MODE_CACHE)
+    if (hook_bypassed_after_fork() || hook_mode() != HOOK_MODE_CACHE)
         return driver->ipc_get_mem_handle(pHandle, dptr);
     int device;
     struct gpucache_allocator *allocator = device_allocator_owning(dptr, &device);

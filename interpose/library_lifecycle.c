@@ -25,7 +25,7 @@ void library_lifecycle_activated(void)
         pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-bool library_passes_everything_through(void)
+bool library_bypassed_after_fork(void)
 {
     return __atomic_load_n(&forked_after_activation, __ATOMIC_ACQUIRE);
 }

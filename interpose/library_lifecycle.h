@@ -11,9 +11,9 @@ struct gpucache_config;
  * handlers (lazily, so a process that never uses CUDA registers nothing). */
 void library_lifecycle_activated(void);
 
-/* True in a child forked after the parent used CUDA: every hook then passes
- * straight through, because CUDA state does not survive fork. */
-bool library_passes_everything_through(void);
+/* True in a child forked after the parent used CUDA: every hook then goes
+ * straight to the driver, because CUDA state does not survive fork. */
+bool library_bypassed_after_fork(void);
 
 /* The configuration the library was loaded with. */
 const struct gpucache_config *library_config(void);

@@ -1,10 +1,9 @@
-/* Reports of libgpucache.so. Files are written at exit (from the
- * destructor; its only driver calls are the fences and queries that settle
- * pending frees, whose failure when the context is gone leaves them
- * pending), at an OOM and
- * at the first hook after the snapshot signal. The signal handler
- * (signal_hooks.c) only sets a flag: writing a snapshot takes locks and
- * allocates. */
+/* Reports of libgpucache.so. Files are written at exit (from the destructor
+ * in exit_reports.c; its only driver calls are the fences and queries that
+ * settle pending frees, whose failure when the context is gone leaves them
+ * pending), at an OOM and at the first hook after the snapshot signal. The
+ * signal handler (signal_hooks.c) only sets a flag: writing a snapshot takes
+ * locks and allocates. */
 #include "library_reports.h"
 
 #include <pthread.h>
@@ -13,12 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device_state.h"
+#include "device_registry.h"
 #include "gpucache_config.h"
-#include "gpucache_public.h"
 #include "library_lifecycle.h"
 #include "log.h"
-#include "real_driver.h"
 
 /* At most this many OOM snapshots per process: a program that retries
  * allocations in a loop must not fill the disk. */
@@ -39,7 +36,7 @@ static pthread_once_t event_log_once = PTHREAD_ONCE_INIT;
  * both set once, with the log. */
 static struct gpucache_stack_table *stack_table;
 static size_t stack_depth;
-static struct gpucache_passthrough_counts passthrough_counts;
+static struct gpucache_bypass_counts bypass_counts;
 /* Set by the signal handler (a lock-free atomic store is async-signal-safe),
  * taken by exactly one hook. */
 static int snapshot_requested;
@@ -110,13 +107,13 @@ void library_reports_allocator_created(struct gpucache_allocator *allocator)
         gpucache_allocator_set_observer(allocator, record_event, log);
 }
 
-void library_reports_count_passthrough(enum gpucache_passthrough_reason reason)
+void library_reports_count_bypass(enum gpucache_bypass_reason reason)
 {
-    __atomic_add_fetch(&passthrough_counts.calls[reason], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&bypass_counts.calls[reason], 1, __ATOMIC_RELAXED);
 }
 
-void library_reports_passthrough_allocation(int device, uint64_t address, size_t size,
-                                            uint64_t stream)
+void library_reports_bypassed_allocation(int device, uint64_t address, size_t size,
+                                         uint64_t stream)
 {
     struct gpucache_event_log *log = log_if_wanted();
     if (!log)
@@ -125,7 +122,7 @@ void library_reports_passthrough_allocation(int device, uint64_t address, size_t
     gpucache_event_log_record(log, GPUCACHE_EVENT_ALLOC, device, address, size, stream);
 }
 
-void library_reports_passthrough_free(int device, uint64_t address, size_t size, uint64_t stream)
+void library_reports_bypassed_free(int device, uint64_t address, size_t size, uint64_t stream)
 {
     struct gpucache_event_log *log = log_if_wanted();
     if (!log)
@@ -195,7 +192,7 @@ static void tagged_path(const char *pattern, const char *tag, char *out, size_t 
     snprintf(out, size, "%.*s%s%s", (int)(dot - pattern), pattern, tag, dot);
 }
 
-static void write_snapshot(const char *pattern)
+static void write_snapshot(const char *pattern, const struct library_reports_allocators *serving)
 {
     const struct gpucache_config *config = library_config();
     /* Without the cache there are no segments to show, and a trace without
@@ -207,19 +204,12 @@ static void write_snapshot(const char *pattern)
                           config->passthrough ? "passthrough:True" : "backend:cudaMallocAsync");
         return;
     }
-    struct gpucache_allocator *allocators[GPUCACHE_MAX_DEVICES];
-    size_t device_count = 0;
-    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
-         device++) {
-        allocators[device] = device_context(device) ? device_allocator(device) : NULL;
-        if (allocators[device])
-            device_count = (size_t)device + 1;
-    }
     int fd = gpucache_report_open(pattern, (long)getpid(), false, "snapshot");
     if (fd < 0)
         return;
     char settings[4096];
-    struct gpucache_snapshot_source source = {allocators, device_count, existing_log(), config,
+    struct gpucache_snapshot_source source = {serving->by_device, serving->count, existing_log(),
+                                              config,
                                               settings_text(config, settings, sizeof settings),
                                               stack_table};
     if (!gpucache_snapshot_write_allocators(fd, gpucache_snapshot_encoding_for_path(pattern),
@@ -229,7 +219,8 @@ static void write_snapshot(const char *pattern)
     gpucache_report_close(fd);
 }
 
-void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t size)
+void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t size,
+                                   const struct library_reports_allocators *serving)
 {
     const struct gpucache_config *config = library_config();
     if (config->oom_message) {
@@ -247,22 +238,26 @@ void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t 
     char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
     snprintf(tag, sizeof tag, "-oom-%u", number);
     tagged_path(config->snapshot_path, tag, pattern, sizeof pattern);
-    write_snapshot(pattern);
+    write_snapshot(pattern, serving);
 }
 
-void library_reports_safe_point(void)
+bool library_reports_take_snapshot_request(void)
 {
-    if (!__atomic_load_n(&snapshot_requested, __ATOMIC_RELAXED) ||
-        !__atomic_exchange_n(&snapshot_requested, 0, __ATOMIC_ACQ_REL))
-        return;
+    return __atomic_load_n(&snapshot_requested, __ATOMIC_RELAXED) &&
+           __atomic_exchange_n(&snapshot_requested, 0, __ATOMIC_ACQ_REL);
+}
+
+void library_reports_signal_snapshot(const struct library_reports_allocators *serving)
+{
     unsigned number = __atomic_add_fetch(&signal_snapshots, 1, __ATOMIC_RELAXED);
     char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
     snprintf(tag, sizeof tag, "-signal-%u", number);
     tagged_path(library_config()->snapshot_path, tag, pattern, sizeof pattern);
-    write_snapshot(pattern);
+    write_snapshot(pattern, serving);
 }
 
-static void write_statistics(const struct gpucache_config *config)
+static void write_statistics(const struct gpucache_config *config,
+                             int (*device_stats)(int device, struct gpucache_stats *stats))
 {
     struct gpucache_device_report devices[GPUCACHE_MAX_DEVICES];
     size_t count = 0;
@@ -273,7 +268,7 @@ static void write_statistics(const struct gpucache_config *config)
          device++) {
         struct gpucache_device_report *report = &devices[count];
         memset(report, 0, sizeof *report);
-        if (gpucache_device_stats(device, &report->stats) != 0)
+        if (device_stats(device, &report->stats) != 0)
             continue;
         report->device = device;
         for (size_t index = 0; index < event_count; index++)
@@ -284,7 +279,7 @@ static void write_statistics(const struct gpucache_config *config)
     }
     free(events);
     if (config->report_path[0]) {
-        struct gpucache_report report = {(long)getpid(), config, &passthrough_counts, devices,
+        struct gpucache_report report = {(long)getpid(), config, &bypass_counts, devices,
                                          count};
         int fd = gpucache_report_open(config->report_path, (long)getpid(), true, "report");
         if (fd >= 0 && !gpucache_report_write_json(fd, &report))
@@ -336,32 +331,26 @@ static void write_trace(const char *pattern, bool compact)
 
 /* Frees whose work is done count as freed in every report, not as active
  * memory; what is still running at exit stays pending and is shown so. */
-static void settle_pending_frees(const struct gpucache_config *config)
+static void settle_pending_frees(const struct gpucache_config *config,
+                                 const struct library_reports_allocators *serving)
 {
     if (config->passthrough || config->backend != GPUCACHE_BACKEND_NATIVE)
         return;
-    for (int device = 0; device < device_count_limit() && device < GPUCACHE_MAX_DEVICES;
-         device++) {
-        struct gpucache_allocator *allocator =
-            device_context(device) ? device_allocator(device) : NULL;
-        if (allocator)
-            gpucache_allocator_settle(allocator, EXIT_SETTLE_PATIENCE_NS);
-    }
+    for (size_t device = 0; device < serving->count; device++)
+        if (serving->by_device[device])
+            gpucache_allocator_settle(serving->by_device[device], EXIT_SETTLE_PATIENCE_NS);
 }
 
-__attribute__((destructor)) static void write_exit_reports(void)
+void library_reports_at_exit(const struct library_reports_allocators *serving,
+                             int (*device_stats)(int device, struct gpucache_stats *stats))
 {
     const struct gpucache_config *config = library_config();
-    /* A process that never used CUDA (a shell or `timeout` in front of the
-     * program) writes nothing; nor does a child forked after CUDA was used. */
-    if (library_passes_everything_through() || !real_driver_activated())
-        return;
     if (config->report_path[0] || config->summary_path[0] || config->trace_path[0] ||
         config->trace_csv_path[0] || config->snapshot_path[0])
-        settle_pending_frees(config);
-    write_statistics(config);
+        settle_pending_frees(config, serving);
+    write_statistics(config, device_stats);
     write_trace(config->trace_path, true);
     write_trace(config->trace_csv_path, false);
     if (config->snapshot_path[0])
-        write_snapshot(config->snapshot_path);
+        write_snapshot(config->snapshot_path, serving);
 }

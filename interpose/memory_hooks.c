@@ -3,7 +3,8 @@
  * cache serves them, and every pointer it did not hand out goes to the real
  * driver, which keeps its exact error codes. */
 #include "alternative_backends.h"
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "hook_support.h"
 #include "hooks.h"
 #include "library_reports.h"
@@ -19,15 +20,15 @@
 #define SYNCHRONOUS_ALLOCATION_STREAM GPUCACHE_STREAM_SYNCHRONOUS
 #endif
 
-/* Not a pass-through worth counting (a NULL pointer argument: the driver
+/* Not a bypass worth counting (a NULL pointer argument: the driver
  * answers with its error). */
-#define PASSTHROUGH_UNCOUNTED GPUCACHE_PASSTHROUGH_REASON_COUNT
+#define BYPASS_UNCOUNTED GPUCACHE_BYPASS_REASON_COUNT
 
 /* Counts a call the driver served untouched; returns its result. */
-static CUresult passed_through(CUresult result, enum gpucache_passthrough_reason reason)
+static CUresult bypassed(CUresult result, enum gpucache_bypass_reason reason)
 {
-    if (reason != PASSTHROUGH_UNCOUNTED)
-        library_reports_count_passthrough(reason);
+    if (reason != BYPASS_UNCOUNTED)
+        library_reports_count_bypass(reason);
     return result;
 }
 
@@ -36,17 +37,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!dptr || hook_passes_through())
-        return passed_through(driver->mem_alloc_v2(dptr, bytesize),
-                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
-    library_reports_safe_point();
+    if (!dptr || hook_bypassed_after_fork())
+        return bypassed(driver->mem_alloc_v2(dptr, bytesize),
+                        dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
+    device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return passed_through(count_only_alloc(driver, dptr, bytesize),
-                              GPUCACHE_PASSTHROUGH_CONFIGURED);
+        return bypassed(count_only_alloc(driver, dptr, bytesize), GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return passed_through(driver_pool_alloc(driver, dptr, bytesize),
-                              GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
+        return bypassed(driver_pool_alloc(driver, dptr, bytesize), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
@@ -56,8 +55,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     if (device_of_current_context(driver, &context, &device))
         allocator = device_allocator_for(device, context);
     if (!allocator)
-        return passed_through(driver->mem_alloc_v2(dptr, bytesize),
-                              GPUCACHE_PASSTHROUGH_NO_ALLOCATOR);
+        return bypassed(driver->mem_alloc_v2(dptr, bytesize), GPUCACHE_BYPASS_NO_ALLOCATOR);
     uint64_t address = 0;
     /* Memory from cuMemAlloc may be used on any stream at once. */
     gpucache_result result =
@@ -72,43 +70,33 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!dptr || hook_passes_through())
-        return passed_through(driver->mem_free_v2(dptr),
-                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
-    library_reports_safe_point();
+    if (!dptr || hook_bypassed_after_fork())
+        return bypassed(driver->mem_free_v2(dptr),
+                        dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
+    device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return passed_through(count_only_free(driver, dptr), GPUCACHE_PASSTHROUGH_CONFIGURED);
+        return bypassed(count_only_free(driver, dptr), GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return passed_through(driver_pool_free(driver, dptr), GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
+        return bypassed(driver_pool_free(driver, dptr), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
-        return passed_through(driver->mem_free_v2(dptr), GPUCACHE_PASSTHROUGH_FOREIGN_POINTER);
+        return bypassed(driver->mem_free_v2(dptr), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
 }
 
-/* Graph memory nodes must stay graph memory nodes: nothing on a capturing
- * stream is served from the cache. */
-static bool stream_capturing(const struct real_driver *driver, CUstream stream, bool per_thread)
-{
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult result = per_thread ? driver->stream_is_capturing_ptsz(stream, &status)
-                                 : driver->stream_is_capturing(stream, &status);
-    return result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /* The device and context an async call on `stream` allocates in, and the
- * allocator that serves them; NULL to pass the call through. */
+ * allocator that serves them; NULL to bypass the cache. */
 static struct gpucache_allocator *allocator_for_stream(const struct real_driver *driver,
                                                        gpucache_stream token, CUstream stream,
                                                        CUcontext *context,
-                                                       enum gpucache_passthrough_reason *reason)
+                                                       enum gpucache_bypass_reason *reason)
 {
     int device;
-    *reason = GPUCACHE_PASSTHROUGH_NO_ALLOCATOR;
+    *reason = GPUCACHE_BYPASS_NO_ALLOCATOR;
     if (!device_of_current_context(driver, context, &device))
         return NULL;
     if (!stream_token_is_default(token)) {
@@ -119,7 +107,7 @@ static struct gpucache_allocator *allocator_for_stream(const struct real_driver 
         }
     }
     if (!device_uses_default_pool(driver, device)) {
-        *reason = GPUCACHE_PASSTHROUGH_EXPLICIT_POOL;
+        *reason = GPUCACHE_BYPASS_EXPLICIT_POOL;
         return NULL;
     }
     return device_allocator_for(device, *context);
@@ -129,31 +117,30 @@ static CUresult allocate_async(const struct real_driver *driver,
                                PFN_cuMemAllocAsync_v11020 real_alloc_async, bool per_thread,
                                CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    if (!dptr || hook_passes_through())
-        return passed_through(real_alloc_async(dptr, bytesize, stream),
-                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
-    library_reports_safe_point();
+    if (!dptr || hook_bypassed_after_fork())
+        return bypassed(real_alloc_async(dptr, bytesize, stream),
+                        dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
+    device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return passed_through(count_only_alloc_async(driver, real_alloc_async, dptr, bytesize,
-                                                     stream),
-                              GPUCACHE_PASSTHROUGH_CONFIGURED);
+        return bypassed(count_only_alloc_async(driver, real_alloc_async, dptr, bytesize, stream),
+                        GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return passed_through(real_alloc_async(dptr, bytesize, stream),
-                              GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
+        return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
-    if (stream_capturing(driver, stream, per_thread))
-        return passed_through(real_alloc_async(dptr, bytesize, stream),
-                              GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE);
+    /* Graph memory nodes must stay graph memory nodes: nothing on a
+     * capturing stream is served from the cache. */
+    if (real_driver_stream_capturing(driver, stream, per_thread))
+        return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     gpucache_stream token = stream_token(stream, per_thread);
     CUcontext context = NULL;
-    enum gpucache_passthrough_reason reason;
+    enum gpucache_bypass_reason reason;
     struct gpucache_allocator *allocator =
         allocator_for_stream(driver, token, stream, &context, &reason);
     if (!allocator)
-        return passed_through(real_alloc_async(dptr, bytesize, stream), reason);
+        return bypassed(real_alloc_async(dptr, bytesize, stream), reason);
     uint64_t address = 0;
     gpucache_result result = device_allocate(allocator, context, bytesize, token, &address);
     if (result == GPUCACHE_SUCCESS)
@@ -165,25 +152,25 @@ static CUresult free_async(const struct real_driver *driver,
                            PFN_cuMemFreeAsync_v11020 real_free_async, bool per_thread,
                            CUdeviceptr dptr, CUstream stream)
 {
-    if (!dptr || hook_passes_through())
-        return passed_through(real_free_async(dptr, stream),
-                              dptr ? GPUCACHE_PASSTHROUGH_AFTER_FORK : PASSTHROUGH_UNCOUNTED);
-    library_reports_safe_point();
+    if (!dptr || hook_bypassed_after_fork())
+        return bypassed(real_free_async(dptr, stream),
+                        dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
+    device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return passed_through(count_only_free_async(real_free_async, dptr, stream),
-                              GPUCACHE_PASSTHROUGH_CONFIGURED);
+        return bypassed(count_only_free_async(real_free_async, dptr, stream),
+                        GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_ASYNC_BACKEND);
+        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
-    if (stream_capturing(driver, stream, per_thread))
-        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE);
+    if (real_driver_stream_capturing(driver, stream, per_thread))
+        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED,
                                                   stream_token(stream, per_thread));
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
-        return passed_through(real_free_async(dptr, stream), GPUCACHE_PASSTHROUGH_FOREIGN_POINTER);
+        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
 }
 
@@ -225,7 +212,7 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->mem_get_info_v2(free, total);
-    if (result != CUDA_SUCCESS || !free || hook_passes_through() ||
+    if (result != CUDA_SUCCESS || !free || hook_bypassed_after_fork() ||
         hook_mode() != HOOK_MODE_CACHE ||
         library_config()->meminfo == GPUCACHE_MEMINFO_RAW)
         return result;

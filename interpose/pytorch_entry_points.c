@@ -3,7 +3,8 @@
  *   torch.cuda.memory.CUDAPluggableAllocator("libgpucache.so",
  *       "gpucache_malloc", "gpucache_free")
  * PyTorch hands over its current stream, so frees are stream-ordered. */
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "gpucache_public.h"
 #include "hook_support.h"
 #include "log.h"
@@ -14,7 +15,7 @@ static int device_mismatch_logged;
 void *gpucache_malloc(size_t size, int device, cudaStream_t stream)
 {
     const struct real_driver *driver = hook_driver();
-    if (!driver || hook_passes_through())
+    if (!driver || hook_bypassed_after_fork())
         return NULL;
     CUcontext context;
     int current;
@@ -41,7 +42,7 @@ void gpucache_free(void *pointer, size_t size, int device, cudaStream_t stream)
     (void)size;
     (void)device;
     const struct real_driver *driver = hook_driver();
-    if (!driver || !pointer || hook_passes_through())
+    if (!driver || !pointer || hook_bypassed_after_fork())
         return;
     gpucache_result result = device_free_anywhere((uint64_t)(uintptr_t)pointer,
                                                   GPUCACHE_FREE_STREAM_ORDERED,
@@ -52,7 +53,7 @@ void gpucache_free(void *pointer, size_t size, int device, cudaStream_t stream)
 
 void gpucache_empty_cache(void)
 {
-    if (hook_passes_through())
+    if (hook_bypassed_after_fork())
         return;
     for (int device = 0; device < device_count_limit(); device++) {
         struct gpucache_allocator *allocator = device_allocator(device);

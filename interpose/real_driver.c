@@ -191,6 +191,15 @@ bool real_driver_activated(void)
     return real_driver_if_resolved() != NULL;
 }
 
+bool real_driver_stream_capturing(const struct real_driver *driver, CUstream stream,
+                                  bool per_thread)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult result = per_thread ? driver->stream_is_capturing_ptsz(stream, &status)
+                                 : driver->stream_is_capturing(stream, &status);
+    return result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 void *real_driver_substitute(void *real_function)
 {
     if (!real_function || !real_driver_if_resolved())

@@ -94,6 +94,13 @@ bool real_driver_is_hooked_name(const char *name);
 /* True once the process has used the driver through the library. */
 bool real_driver_activated(void);
 
+/* True when the real driver reports `stream` capturing, or cannot tell; asked
+ * through the per-thread variant when the program called one. The legacy
+ * stream answers CU_STREAM_CAPTURE_STATUS_IMPLICIT while a blocking stream
+ * of its context captures: that counts as capturing. */
+bool real_driver_stream_capturing(const struct real_driver *driver, CUstream stream,
+                                  bool per_thread);
+
 /* The real dlsym of the C library (never our exported hook). */
 typedef void *(*dlsym_function)(void *handle, const char *name);
 dlsym_function real_dlsym_get(void);

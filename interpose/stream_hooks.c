@@ -3,7 +3,8 @@
  * the program makes anyway proves earlier work finished, so blocks freed
  * before it become reusable without any fence of ours. */
 #include "cuda_driver.h"
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "hook_support.h"
 #include "hooks.h"
 #include "stream_tokens.h"
@@ -34,7 +35,7 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->stream_create(phStream, Flags);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
+    if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         stream_created(driver, *phStream, Flags);
     return result;
 }
@@ -45,7 +46,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult result = driver->stream_create_with_priority(phStream, flags, priority);
-    if (result == CUDA_SUCCESS && !hook_passes_through())
+    if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         stream_created(driver, *phStream, flags);
     return result;
 }
@@ -58,7 +59,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
  * that work (DESIGN.md, Reuse safety). */
 static void stream_destroying(CUstream stream)
 {
-    if (hook_passes_through() || !stream)
+    if (hook_bypassed_after_fork() || !stream)
         return;
     bool non_blocking = false;
     int device = device_stream_destroyed(stream, &non_blocking);
@@ -105,7 +106,7 @@ static struct synchronization synchronization_of(struct gpucache_allocator *allo
 
 static struct synchronization current_device_synchronization(const struct real_driver *driver)
 {
-    if (hook_passes_through())
+    if (hook_bypassed_after_fork())
         return synchronization_of(NULL);
     int device;
     return synchronization_of(current_allocator(driver, &device));
@@ -135,7 +136,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!ctx || hook_passes_through()) {
+    if (!ctx || hook_bypassed_after_fork()) {
         struct synchronization synchronization = current_device_synchronization(driver);
         CUresult result = driver->ctx_synchronize_v2(ctx);
         if (result == CUDA_SUCCESS)
@@ -157,7 +158,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 static struct synchronization stream_synchronization(const struct real_driver *driver,
                                                      CUstream stream, gpucache_stream token)
 {
-    if (hook_passes_through())
+    if (hook_bypassed_after_fork())
         return synchronization_of(NULL);
     if (stream_token_is_default(token))
         return current_device_synchronization(driver);

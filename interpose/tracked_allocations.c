@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/tree.h>
 
-#include "device_state.h"
+#include "device_registry.h"
 #include "library_reports.h"
 
 struct tracked {
@@ -55,7 +55,7 @@ void tracked_allocation_added(int device, uint64_t address, size_t size)
         }
     }
     pthread_mutex_unlock(&lock);
-    library_reports_passthrough_allocation(device, address, size, 0);
+    library_reports_bypassed_allocation(device, address, size, 0);
 }
 
 void tracked_allocation_failed(int device)
@@ -85,7 +85,7 @@ bool tracked_allocation_removed(uint64_t address, int *device)
     pthread_mutex_unlock(&lock);
     bool found = entry != NULL;
     if (entry)
-        library_reports_passthrough_free(entry->device, address, entry->size, 0);
+        library_reports_bypassed_free(entry->device, address, entry->size, 0);
     free(entry);
     return found;
 }

@@ -52,25 +52,25 @@ bool gpucache_report_tagged_path(const char *path, const char *tag, char *out, s
 /* ---- Statistics report (JSON) ------------------------------------------ */
 
 /* Why a call went to the driver untouched. */
-enum gpucache_passthrough_reason {
-    GPUCACHE_PASSTHROUGH_CONFIGURED = 0, /* passthrough:True */
-    GPUCACHE_PASSTHROUGH_ASYNC_BACKEND,  /* backend:cudaMallocAsync */
-    GPUCACHE_PASSTHROUGH_FOREIGN_POINTER,/* a free of memory the cache did not hand out */
-    GPUCACHE_PASSTHROUGH_EXPLICIT_POOL,  /* an explicit or non-default memory pool */
-    GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE,  /* an allocation on a capturing stream */
-    GPUCACHE_PASSTHROUGH_AFTER_FORK,     /* a child of a process that used CUDA */
-    GPUCACHE_PASSTHROUGH_NO_ALLOCATOR,   /* no allocator for the device (no context, no memory) */
-    GPUCACHE_PASSTHROUGH_REASON_COUNT
+enum gpucache_bypass_reason {
+    GPUCACHE_BYPASS_CONFIGURED = 0,  /* passthrough:True */
+    GPUCACHE_BYPASS_ASYNC_BACKEND,   /* backend:cudaMallocAsync */
+    GPUCACHE_BYPASS_FOREIGN_POINTER, /* a free of memory the cache did not hand out */
+    GPUCACHE_BYPASS_EXPLICIT_POOL,   /* an explicit or non-default memory pool */
+    GPUCACHE_BYPASS_GRAPH_CAPTURE,   /* an allocation on a capturing stream */
+    GPUCACHE_BYPASS_AFTER_FORK,      /* a child of a process that used CUDA */
+    GPUCACHE_BYPASS_NO_ALLOCATOR,    /* no allocator for the device (no context, no memory) */
+    GPUCACHE_BYPASS_REASON_COUNT
 };
 
-/* Counts of pass-through calls by reason; the interposer increments them
+/* Counts of bypassed calls by reason; the interposer increments them
  * (atomically: they are read only at report time). */
-struct gpucache_passthrough_counts {
-    uint64_t calls[GPUCACHE_PASSTHROUGH_REASON_COUNT];
+struct gpucache_bypass_counts {
+    uint64_t calls[GPUCACHE_BYPASS_REASON_COUNT];
 };
 
 /* The reason's name in the report ("foreign_pointer", ...). */
-const char *gpucache_passthrough_reason_name(enum gpucache_passthrough_reason reason);
+const char *gpucache_bypass_reason_name(enum gpucache_bypass_reason reason);
 
 struct gpucache_device_report {
     int device;
@@ -81,8 +81,8 @@ struct gpucache_device_report {
 
 struct gpucache_report {
     long pid;
-    const struct gpucache_config *config;                 /* NULL: not written */
-    const struct gpucache_passthrough_counts *passthrough; /* NULL: all zero */
+    const struct gpucache_config *config;               /* NULL: not written */
+    const struct gpucache_bypass_counts *bypass_counts; /* NULL: all zero */
     const struct gpucache_device_report *devices;
     size_t device_count;
 };

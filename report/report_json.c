@@ -8,19 +8,19 @@
 #include "gpucache_report.h"
 #include "report_output.h"
 
-static const char *const reason_names[GPUCACHE_PASSTHROUGH_REASON_COUNT] = {
-    [GPUCACHE_PASSTHROUGH_CONFIGURED] = "configured",
-    [GPUCACHE_PASSTHROUGH_ASYNC_BACKEND] = "async_backend",
-    [GPUCACHE_PASSTHROUGH_FOREIGN_POINTER] = "foreign_pointer",
-    [GPUCACHE_PASSTHROUGH_EXPLICIT_POOL] = "explicit_pool",
-    [GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE] = "graph_capture",
-    [GPUCACHE_PASSTHROUGH_AFTER_FORK] = "after_fork",
-    [GPUCACHE_PASSTHROUGH_NO_ALLOCATOR] = "no_allocator",
+static const char *const reason_names[GPUCACHE_BYPASS_REASON_COUNT] = {
+    [GPUCACHE_BYPASS_CONFIGURED] = "configured",
+    [GPUCACHE_BYPASS_ASYNC_BACKEND] = "async_backend",
+    [GPUCACHE_BYPASS_FOREIGN_POINTER] = "foreign_pointer",
+    [GPUCACHE_BYPASS_EXPLICIT_POOL] = "explicit_pool",
+    [GPUCACHE_BYPASS_GRAPH_CAPTURE] = "graph_capture",
+    [GPUCACHE_BYPASS_AFTER_FORK] = "after_fork",
+    [GPUCACHE_BYPASS_NO_ALLOCATOR] = "no_allocator",
 };
 
-const char *gpucache_passthrough_reason_name(enum gpucache_passthrough_reason reason)
+const char *gpucache_bypass_reason_name(enum gpucache_bypass_reason reason)
 {
-    return (unsigned)reason < GPUCACHE_PASSTHROUGH_REASON_COUNT ? reason_names[reason] : "?";
+    return (unsigned)reason < GPUCACHE_BYPASS_REASON_COUNT ? reason_names[reason] : "?";
 }
 
 /* A writer of the size_t f(subject, out, capacity) kind: writes at most
@@ -200,10 +200,10 @@ bool gpucache_report_write_json(int fd, const struct gpucache_report *report)
     else
         report_output_string(&output, "null");
     report_output_string(&output, ",\n  \"passthrough_calls\": {");
-    for (int reason = 0; reason < GPUCACHE_PASSTHROUGH_REASON_COUNT; reason++)
+    for (int reason = 0; reason < GPUCACHE_BYPASS_REASON_COUNT; reason++)
         report_output_format(&output, "%s\n    \"%s\": %" PRIu64, reason ? "," : "",
-                             gpucache_passthrough_reason_name(reason),
-                             report->passthrough ? report->passthrough->calls[reason] : 0);
+                             gpucache_bypass_reason_name(reason),
+                             report->bypass_counts ? report->bypass_counts->calls[reason] : 0);
     report_output_string(&output, "\n  },\n  \"devices\": [");
     for (size_t index = 0; index < report->device_count; index++) {
         const struct gpucache_device_report *device = &report->devices[index];

@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include "cuda_driver.h"
-#include "device_state.h"
+#include "device_allocators.h"
+#include "device_registry.h"
 #include "real_driver.h"
 
 static const struct gpucache_driver *driver;

@@ -294,16 +294,16 @@ static int write_report(int argc, char **argv)
     if (gpucache_config_parse(NULL, "max_split_size_mb:64,pinned_num_register_threads:4", &config,
                               &error) != 0)
         return 1;
-    struct gpucache_passthrough_counts counts = {{0}};
-    counts.calls[GPUCACHE_PASSTHROUGH_FOREIGN_POINTER] = 3;
-    counts.calls[GPUCACHE_PASSTHROUGH_GRAPH_CAPTURE] = 2;
+    struct gpucache_bypass_counts counts = {{0}};
+    counts.calls[GPUCACHE_BYPASS_FOREIGN_POINTER] = 3;
+    counts.calls[GPUCACHE_BYPASS_GRAPH_CAPTURE] = 2;
     struct gpucache_device_report devices[2] = {{.device = 0}, {.device = 1}};
     devices[0].stats.allocated_bytes[GPUCACHE_STAT_ALL].peak = 123456789;
     devices[0].stats.num_ooms = 2;
     devices[0].events_recorded = 10;
     devices[1].stats.reserved_bytes[GPUCACHE_STAT_LARGE_POOL].current = 20 << 20;
     devices[1].events_dropped = 4;
-    struct gpucache_report report = {.pid = 77, .config = &config, .passthrough = &counts,
+    struct gpucache_report report = {.pid = 77, .config = &config, .bypass_counts = &counts,
                                      .devices = devices, .device_count = 2};
     int fd = gpucache_report_open(argv[2], 77, true, "report");
     if (fd < 0)

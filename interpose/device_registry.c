@@ -1,16 +1,14 @@
-/* Per-device bookkeeping behind the hooks. Hot paths (finding the allocator
- * for a context) read atomics; everything that changes takes the device's
- * lock, which is never held across a call into a live allocator (which
- * calls back here for events) or a driver call that may block. */
-#include "device_state.h"
+/* The device registry behind the hooks and the driver interface. Hot paths
+ * (finding the device of a context) read atomics; everything that changes
+ * takes the device's lock, which is never held across a call into a live
+ * allocator (which calls back here for events) or a driver call that may
+ * block. */
+#include "device_registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_driver.h"
-#include "library_lifecycle.h"
-#include "library_reports.h"
 #include "log.h"
 
 struct live_stream {
@@ -18,11 +16,10 @@ struct live_stream {
     bool non_blocking;
 };
 
-struct device_state {
+struct device_entry {
     pthread_mutex_t lock;
-    struct gpucache_allocator *allocator; /* atomic; NULL until first use */
-    CUcontext context;                    /* atomic; NULL when not serving */
-    unsigned generation;                  /* atomic; bumped on forget */
+    CUcontext context;    /* atomic; NULL when not served */
+    unsigned generation;  /* atomic; bumped on forget */
 
     struct live_stream *streams;
     size_t stream_count;
@@ -36,13 +33,9 @@ struct device_state {
 
     unsigned pool_generation_checked; /* atomic */
     bool default_pool_current;        /* atomic */
-
-    /* The statistics of the last allocator forgotten with its context. */
-    bool has_retired_stats;
-    struct gpucache_stats retired_stats;
 };
 
-static struct device_state devices[GPUCACHE_MAX_DEVICES];
+static struct device_entry devices[GPUCACHE_MAX_DEVICES];
 /* Held shared by whoever records events on a copy of the stream registry,
  * and exclusively while a stream leaves it: a stream the program destroys
  * is then never used after the destroy (its handle may be reused). */
@@ -58,7 +51,7 @@ static void devices_initialise(void)
         pthread_mutex_init(&devices[i].lock, NULL);
 }
 
-static struct device_state *device_get(int device)
+static struct device_entry *device_get(int device)
 {
     if (device < 0 || device >= GPUCACHE_MAX_DEVICES)
         return NULL;
@@ -71,16 +64,9 @@ int device_count_limit(void)
     return GPUCACHE_MAX_DEVICES;
 }
 
-gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
-                                size_t size, gpucache_stream stream, uint64_t *address)
+void device_set_thread_context(CUcontext context)
 {
     thread_context = context;
-    gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
-    thread_context = NULL;
-    /* Before the program can free anything in answer to the failure. */
-    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY)
-        library_reports_out_of_memory(allocator, size);
-    return result;
 }
 
 CUcontext device_thread_context(void)
@@ -111,8 +97,10 @@ int device_of_stream(const struct real_driver *driver, CUstream stream)
 {
     pthread_once(&devices_once, devices_initialise);
     for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
-        struct device_state *state = &devices[i];
-        if (!__atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE))
+        struct device_entry *state = &devices[i];
+        /* Streams of a device the library does not serve are not its to
+         * place. */
+        if (!__atomic_load_n(&state->context, __ATOMIC_ACQUIRE))
             continue;
         pthread_mutex_lock(&state->lock);
         bool found = false;
@@ -131,124 +119,45 @@ int device_of_stream(const struct real_driver *driver, CUstream stream)
     return -1;
 }
 
-struct gpucache_allocator *device_allocator_for(int device, CUcontext context)
-{
-    struct device_state *state = device_get(device);
-    if (!state || !context)
-        return NULL;
-    struct gpucache_allocator *allocator = __atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE);
-    CUcontext served = __atomic_load_n(&state->context, __ATOMIC_ACQUIRE);
-    if (allocator && served == context)
-        return allocator;
-    if (served && served != context)
-        return NULL;
-    pthread_mutex_lock(&state->lock);
-    served = state->context;
-    if (!served) {
-        /* Context first, then the allocator: a reader that sees the
-         * allocator also sees the context it serves. */
-        struct gpucache_allocator *created =
-            gpucache_allocator_create(library_config(), cuda_driver_interface(), device);
-        if (created) {
-            library_reports_allocator_created(created);
-            __atomic_store_n(&state->context, context, __ATOMIC_RELEASE);
-            __atomic_store_n(&state->allocator, created, __ATOMIC_RELEASE);
-            served = context;
-        }
-    }
-    allocator = served == context ? state->allocator : NULL;
-    pthread_mutex_unlock(&state->lock);
-    return allocator;
-}
-
-struct gpucache_allocator *device_allocator(int device)
-{
-    struct device_state *state = device_get(device);
-    return state ? __atomic_load_n(&state->allocator, __ATOMIC_ACQUIRE) : NULL;
-}
-
 CUcontext device_context(int device)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     return state ? __atomic_load_n(&state->context, __ATOMIC_ACQUIRE) : NULL;
 }
 
-gpucache_result device_free_anywhere(uint64_t address, enum gpucache_free_kind kind,
-                                     gpucache_stream stream)
+void device_set_context(int device, CUcontext context)
 {
-    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
-        struct gpucache_allocator *allocator = __atomic_load_n(&devices[i].allocator,
-                                                               __ATOMIC_ACQUIRE);
-        if (!allocator || !__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE))
-            continue;
-        gpucache_result result = gpucache_allocator_free(allocator, address, kind, stream);
-        if (result != GPUCACHE_ALLOCATOR_NOT_OURS)
-            return result;
-    }
-    return GPUCACHE_ALLOCATOR_NOT_OURS;
-}
-
-struct gpucache_allocator *device_allocator_owning(uint64_t address, int *device)
-{
-    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
-        struct gpucache_allocator *allocator = __atomic_load_n(&devices[i].allocator,
-                                                               __ATOMIC_ACQUIRE);
-        if (allocator && __atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) &&
-            gpucache_allocator_owns(allocator, address)) {
-            if (device)
-                *device = i;
-            return allocator;
-        }
-    }
-    return NULL;
-}
-
-void device_forget(int device)
-{
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return;
     pthread_mutex_lock(&state->lock);
+    __atomic_store_n(&state->context, context, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&state->lock);
+}
+
+CUcontext device_registry_forget(int device)
+{
+    struct device_entry *state = device_get(device);
+    if (!state)
+        return NULL;
+    pthread_mutex_lock(&state->lock);
     /* The driver frees the events and the streams together with the
-     * context: forget them without a call, with or without an allocator
-     * (the cudaMallocAsync backend records events on them too). */
+     * context: forget them without a call, served or not (the
+     * cudaMallocAsync backend records events on them too). */
     __atomic_add_fetch(&state->generation, 1, __ATOMIC_ACQ_REL);
     state->idle_event_count = 0;
     state->stream_count = 0;
     memset(state->peer_granted, 0, sizeof state->peer_granted);
     __atomic_store_n(&state->pool_generation_checked, 0, __ATOMIC_RELEASE);
-    struct gpucache_allocator *abandoned = state->context ? state->allocator : NULL;
-    if (abandoned) {
-        /* Its memory went with the context too. */
-        __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
-        __atomic_store_n(&state->allocator, NULL, __ATOMIC_RELEASE);
-    }
+    CUcontext served = state->context;
+    __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&state->lock);
-    if (!abandoned)
-        return;
-    /* Outside the device lock: the allocator takes its own lock, and calls
-     * back into this registry (for events) while it holds it. */
-    struct gpucache_stats stats;
-    gpucache_allocator_get_stats(abandoned, &stats);
-    gpucache_allocator_abandon(abandoned);
-    pthread_mutex_lock(&state->lock);
-    state->retired_stats = stats;
-    state->has_retired_stats = true;
-    pthread_mutex_unlock(&state->lock);
-}
-
-void device_forget_context(CUcontext context)
-{
-    if (!context)
-        return;
-    for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++)
-        if (__atomic_load_n(&devices[i].context, __ATOMIC_ACQUIRE) == context)
-            device_forget(i);
+    return served;
 }
 
 void device_stream_created(int device, CUstream stream, bool non_blocking)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return;
     pthread_mutex_lock(&state->lock);
@@ -273,7 +182,7 @@ int device_stream_destroyed(CUstream stream, bool *non_blocking)
     pthread_rwlock_wrlock(&stream_use_lock);
     int found = -1;
     for (int i = 0; i < GPUCACHE_MAX_DEVICES && found < 0; i++) {
-        struct device_state *state = &devices[i];
+        struct device_entry *state = &devices[i];
         pthread_mutex_lock(&state->lock);
         for (size_t s = 0; s < state->stream_count; s++) {
             if (state->streams[s].stream == stream) {
@@ -303,7 +212,7 @@ void device_streams_release(void)
 CUstream *device_non_blocking_streams(int device, size_t *count)
 {
     *count = 0;
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return NULL;
     pthread_mutex_lock(&state->lock);
@@ -320,7 +229,7 @@ CUstream *device_non_blocking_streams(int device, size_t *count)
 
 bool device_has_non_blocking_streams(int device)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return false;
     pthread_mutex_lock(&state->lock);
@@ -333,7 +242,7 @@ bool device_has_non_blocking_streams(int device)
 
 CUevent device_take_event(const struct real_driver *driver, int device, unsigned *generation)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return NULL;
     CUevent event = NULL;
@@ -350,7 +259,7 @@ CUevent device_take_event(const struct real_driver *driver, int device, unsigned
 void device_return_event(const struct real_driver *driver, int device, CUevent event,
                          unsigned generation)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state || !event)
         return;
     pthread_mutex_lock(&state->lock);
@@ -375,7 +284,7 @@ void device_return_event(const struct real_driver *driver, int device, CUevent e
 
 void device_grant_peer(int owner, int accessor)
 {
-    struct device_state *state = device_get(owner);
+    struct device_entry *state = device_get(owner);
     if (!state || accessor < 0 || accessor >= GPUCACHE_MAX_DEVICES || accessor == owner)
         return;
     pthread_mutex_lock(&state->lock);
@@ -385,7 +294,7 @@ void device_grant_peer(int owner, int accessor)
 
 size_t device_peers(int owner, int *peers, size_t capacity)
 {
-    struct device_state *state = device_get(owner);
+    struct device_entry *state = device_get(owner);
     size_t count = 0;
     if (!state)
         return 0;
@@ -404,7 +313,7 @@ void device_pools_changed(void)
 
 bool device_uses_default_pool(const struct real_driver *driver, int device)
 {
-    struct device_state *state = device_get(device);
+    struct device_entry *state = device_get(device);
     if (!state)
         return false;
     unsigned generation = __atomic_load_n(&pool_generation, __ATOMIC_ACQUIRE);
@@ -419,17 +328,4 @@ bool device_uses_default_pool(const struct real_driver *driver, int device)
     __atomic_store_n(&state->default_pool_current, is_default, __ATOMIC_RELEASE);
     __atomic_store_n(&state->pool_generation_checked, generation, __ATOMIC_RELEASE);
     return is_default;
-}
-
-bool device_retired_stats(int device, struct gpucache_stats *stats)
-{
-    struct device_state *state = device_get(device);
-    if (!state)
-        return false;
-    pthread_mutex_lock(&state->lock);
-    bool found = state->has_retired_stats;
-    if (found)
-        *stats = state->retired_stats;
-    pthread_mutex_unlock(&state->lock);
-    return found;
 }
