@@ -182,16 +182,6 @@ static const char *settings_text(const struct gpucache_config *config, char *out
     return out;
 }
 
-/* The snapshot path with `tag` ("-oom-1") before its extension. */
-static void tagged_path(const char *pattern, const char *tag, char *out, size_t size)
-{
-    const char *dot = strrchr(pattern, '.');
-    const char *slash = strrchr(pattern, '/');
-    if (!dot || (slash && dot < slash))
-        dot = pattern + strlen(pattern);
-    snprintf(out, size, "%.*s%s%s", (int)(dot - pattern), pattern, tag, dot);
-}
-
 static void write_snapshot(const char *pattern, const struct library_reports_allocators *serving)
 {
     const struct gpucache_config *config = library_config();
@@ -237,7 +227,10 @@ void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t 
         return;
     char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
     snprintf(tag, sizeof tag, "-oom-%u", number);
-    tagged_path(config->snapshot_path, tag, pattern, sizeof pattern);
+    if (!gpucache_report_tagged_path(config->snapshot_path, tag, pattern, sizeof pattern)) {
+        gpucache_log("no snapshot at the out of memory: the snapshot path with %s is too long", tag);
+        return;
+    }
     write_snapshot(pattern, serving);
 }
 
@@ -252,7 +245,11 @@ void library_reports_signal_snapshot(const struct library_reports_allocators *se
     unsigned number = __atomic_add_fetch(&signal_snapshots, 1, __ATOMIC_RELAXED);
     char tag[32], pattern[GPUCACHE_PATH_MAX + 32];
     snprintf(tag, sizeof tag, "-signal-%u", number);
-    tagged_path(library_config()->snapshot_path, tag, pattern, sizeof pattern);
+    if (!gpucache_report_tagged_path(library_config()->snapshot_path, tag, pattern,
+                                     sizeof pattern)) {
+        gpucache_log("no snapshot at the signal: the snapshot path with %s is too long", tag);
+        return;
+    }
     write_snapshot(pattern, serving);
 }
 
