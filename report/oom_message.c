@@ -9,11 +9,11 @@
 /* The advice follows from where the memory is: free in the cache but in
  * pieces too small (fragmentation: a setting can help), held back by the
  * cap, or held by the program itself (no setting can help). */
-static void write_advice(const struct gpucache_oom_facts *facts, char *out, size_t size)
+static void write_advice(const struct gpucache_oom_facts *facts, uint64_t unallocated, char *out,
+                         size_t size)
 {
     const struct gpucache_memory_state *state = &facts->state;
     const struct gpucache_config *config = facts->config;
-    uint64_t unallocated = state->reserved > state->allocated ? state->reserved - state->allocated : 0;
     if (unallocated >= facts->request && !config->expandable_segments) {
         snprintf(out, size,
                  "the cache holds enough free memory, in pieces too small: "
@@ -47,7 +47,7 @@ size_t gpucache_oom_message(const struct gpucache_oom_facts *facts, char *out, s
     char request[32], total[32], device_free[32], allocated[32], reserved[32], unallocated[32],
         largest[32], advice[256];
     uint64_t held = state->reserved > state->allocated ? state->reserved - state->allocated : 0;
-    write_advice(facts, advice, sizeof advice);
+    write_advice(facts, held, advice, sizeof advice);
     char device[96];
     if (state->device_total > 0)
         snprintf(device, sizeof device, "the device has %s, %s free",
