@@ -7,7 +7,7 @@ the same frames; a stripped copy of the program gives module+offset frames
 for its own code; stacks:0 records no frames.
 With the training_loop sample as a second argument, its snapshot's largest
 allocations name its own main and the line of their cudaMalloc call.
-usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP] (LD_PRELOAD names
+usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP] (GPUCACHE_TEST_PRELOAD names
 the library)"""
 import json
 import os
@@ -20,6 +20,9 @@ import tempfile
 
 program = sys.argv[1]
 work = tempfile.mkdtemp(prefix="gpucache-stacks-")
+# Only the CUDA programs run under the library: the script, strip and the
+# replay stay outside it.
+program_env = dict(os.environ, LD_PRELOAD=os.environ["GPUCACHE_TEST_PRELOAD"])
 
 
 def fail(message):
@@ -29,7 +32,7 @@ def fail(message):
 
 def snapshot_of(binary, configuration, name, arguments=()):
     path = os.path.join(work, name)
-    env = dict(os.environ, GPUCACHE_ALLOC_CONF=f"snapshot:{path}" +
+    env = dict(program_env, GPUCACHE_ALLOC_CONF=f"snapshot:{path}" +
                (f",{configuration}" if configuration else ""))
     done = subprocess.run([binary, *arguments], env=env, capture_output=True, text=True,
                           timeout=120)
@@ -75,7 +78,7 @@ check_blocks(blocks, "at exit")
 
 # The pickle encoding carries the same frames.
 pickled = os.path.join(work, "snapshot.pickle")
-subprocess.run([program], env=dict(os.environ, GPUCACHE_ALLOC_CONF=f"snapshot:{pickled}"),
+subprocess.run([program], env=dict(program_env, GPUCACHE_ALLOC_CONF=f"snapshot:{pickled}"),
                capture_output=True, timeout=120, check=True)
 with open(pickled, "rb") as stream:
     check_blocks(live_blocks(pickle.load(stream)), "in the pickle")
@@ -100,7 +103,7 @@ print("ok: the out-of-memory snapshot names who allocated each live block")
 # The library's own trace: the same stacks, by id, with their frames after
 # the events; and it still replays.
 trace = os.path.join(work, "trace.txt")
-done = subprocess.run([program], env=dict(os.environ, GPUCACHE_ALLOC_CONF=f"trace:{trace}"),
+done = subprocess.run([program], env=dict(program_env, GPUCACHE_ALLOC_CONF=f"trace:{trace}"),
                       capture_output=True, text=True, timeout=120)
 text = open(trace).read().splitlines()
 events = [line.split() for line in text[1:] if not line.startswith(("stack ", "frame\t"))]

@@ -3,7 +3,7 @@
 # that freed everything, the summary shows no active memory, the JSON report
 # no pending bytes and the snapshot no active_pending_free block. Frees
 # whose work is still queued at exit are shown as pending, not as freed.
-# usage: check_exit_pending.sh PROGRAM (LD_PRELOAD names the library)
+# usage: check_exit_pending.sh PROGRAM (GPUCACHE_TEST_PRELOAD names the library)
 set -euo pipefail
 program=$1
 work=$(mktemp -d)
@@ -12,7 +12,7 @@ fail() { echo "$1"; shift; for file in "$@"; do echo "--- $file"; cat "$file"; d
 
 run() {
     GPUCACHE_ALLOC_CONF="summary:$work/$1.txt,report:$work/$1.json,snapshot:$work/$1-snapshot.json" \
-        "$program" "$1"
+        LD_PRELOAD=$GPUCACHE_TEST_PRELOAD "$program" "$1"
 }
 
 run done

@@ -3,7 +3,7 @@
 # request, the device's total and free bytes, allocated, reserved,
 # reserved-but-unallocated, the largest free block and the advice that fits
 # where the memory is; oom_message:False prints nothing.
-# usage: check_oom_message.sh PROGRAM (LD_PRELOAD names the library; the
+# usage: check_oom_message.sh PROGRAM (GPUCACHE_TEST_PRELOAD names the library; the
 # device has 256 MiB)
 set -euo pipefail
 program=$1
@@ -13,7 +13,7 @@ fail() { echo "$1"; [[ -f $work/err ]] && { echo "--- stderr"; cat "$work/err"; 
 
 # run MODE CONFIGURATION: the OOM count on stdout, stderr in $work/err
 run() {
-    GPUCACHE_ALLOC_CONF="$2" "$program" "$1" 2>"$work/err" | sed -n 's/^ooms=//p'
+    GPUCACHE_ALLOC_CONF="$2" LD_PRELOAD=$GPUCACHE_TEST_PRELOAD "$program" "$1" 2>"$work/err" | sed -n 's/^ooms=//p'
 }
 
 expect() { # MODE CONFIGURATION ADVICE
