@@ -176,6 +176,26 @@ void device_stream_created(int device, CUstream stream, bool non_blocking)
     pthread_mutex_unlock(&state->lock);
 }
 
+int device_stream_find(CUstream stream, bool *non_blocking)
+{
+    pthread_once(&devices_once, devices_initialise);
+    int found = -1;
+    for (int i = 0; i < GPUCACHE_MAX_DEVICES && found < 0; i++) {
+        struct device_entry *state = &devices[i];
+        pthread_mutex_lock(&state->lock);
+        for (size_t s = 0; s < state->stream_count; s++) {
+            if (state->streams[s].stream == stream) {
+                if (non_blocking)
+                    *non_blocking = state->streams[s].non_blocking;
+                found = i;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&state->lock);
+    }
+    return found;
+}
+
 int device_stream_destroyed(CUstream stream, bool *non_blocking)
 {
     pthread_once(&devices_once, devices_initialise);

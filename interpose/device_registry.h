@@ -46,6 +46,9 @@ CUcontext device_thread_context(void);
 
 /* Records a stream the program created on `device`. */
 void device_stream_created(int device, CUstream stream, bool non_blocking);
+/* The device of a registered stream, or -1 (then `non_blocking` is left as
+ * it was); the stream stays registered. */
+int device_stream_find(CUstream stream, bool *non_blocking);
 /* Removes the stream; returns its device, or -1 if it was not registered
  * (then `non_blocking`, when not NULL, is left as it was). Waits for every
  * holder of the registry (device_streams_hold) to be done. */

@@ -54,17 +54,20 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
 /* Blocks cached for the stream must move on while the stream still exists:
  * the allocator may record a last event on it. A synchronous free (and
  * under the cudaMallocAsync backend, a cudaFree) waits for the legacy
- * stream and every live non-blocking stream; a destroyed non-blocking
+ * stream and every registered non-blocking stream; a destroyed non-blocking
  * stream's queued work must stay before it, so the legacy stream waits for
- * that work (DESIGN.md, Reuse safety). */
+ * that work (DESIGN.md, Reuse safety). The wait comes before the stream
+ * leaves the registry: a fence taken in between would otherwise order after
+ * neither. */
 static void stream_destroying(CUstream stream)
 {
     if (hook_bypassed_after_fork() || !stream)
         return;
     bool non_blocking = false;
-    int device = device_stream_destroyed(stream, &non_blocking);
+    int device = device_stream_find(stream, &non_blocking);
     if (device >= 0 && non_blocking && hook_mode() != HOOK_MODE_COUNT_ONLY)
         cuda_driver_stream_retiring(device, stream);
+    device = device_stream_destroyed(stream, NULL);
     struct gpucache_allocator *allocator = device >= 0 ? device_allocator(device) : NULL;
     if (allocator && device_context(device))
         gpucache_allocator_stream_destroyed(allocator, stream_token(stream, false));

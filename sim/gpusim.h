@@ -75,6 +75,13 @@
  *                         no side effect. Rules count calls made after the
                          first cuInit. Example:
  *                           GPUSIM_FAIL=cuMemCreate:3,cuMemMap:2:oom
+ *   GPUSIM_DELAY=RULES    injected delays, comma-separated rules NAME:N:US
+ *                         (the Nth call of NAME sleeps US microseconds before
+ *                         it starts) or NAME:N+:US (the Nth and every later
+ *                         call); NAME as for GPUSIM_FAIL, US from 1 to
+ *                         1000000. For tests that need a caller to stop
+ *                         between two steps. Example:
+ *                           GPUSIM_DELAY=cuStreamWaitEvent:1+:20000
  *   GPUSIM_KERNEL_THREADS=N  host threads that run the CTAs of a kernel,
  *                         the launching stream's worker included, 1..256
  *                         (default: the number of online CPUs). 1 runs

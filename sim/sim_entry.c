@@ -1,8 +1,11 @@
 /* What happens at the start of every driver call: counting it for the stats
- * file, refusing it before cuInit, and injecting GPUSIM_FAIL failures. */
+ * file, refusing it before cuInit, and injecting GPUSIM_DELAY delays and
+ * GPUSIM_FAIL failures. */
 #include "sim_internal.h"
 
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 
 static _Atomic(struct sim_entry_point *) registered_head;
 static atomic_ullong rate_draws;
@@ -55,6 +58,28 @@ static double next_rate_draw(unsigned long long seed)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
     return (double)(z >> 11) / (double)(1ULL << 53);
+}
+
+/* GPUSIM_DELAY: the matching calls sleep before they do anything, which
+ * widens the window between a caller's two steps for tests of races. */
+static void injected_delay(struct sim_entry_point *entry)
+{
+    struct sim_settings *settings = &sim.settings;
+    unsigned long long microseconds = 0;
+    for (int i = 0; i < settings->delay_rule_count; i++) {
+        struct sim_fail_rule *rule = &settings->delay_rules[i];
+        if (!rule_matches(rule, entry->name))
+            continue;
+        unsigned long long seen = atomic_fetch_add(&rule->seen, 1) + 1;
+        if (seen == rule->nth || (rule->and_later && seen > rule->nth))
+            microseconds += rule->delay_microseconds;
+    }
+    if (microseconds != 0) {
+        struct timespec pause = {.tv_sec = (time_t)(microseconds / 1000000),
+                                 .tv_nsec = (long)(microseconds % 1000000) * 1000};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+        }
+    }
 }
 
 static CUresult injected_failure(struct sim_entry_point *entry)
@@ -115,5 +140,7 @@ CUresult sim_enter(struct sim_entry_point *entry, bool needs_init, const void *r
         if (sticky != CUDA_SUCCESS)
             return sticky;
     }
+    if (sim.settings.delay_rule_count != 0)
+        injected_delay(entry);
     return injected_failure(entry);
 }

@@ -57,6 +57,10 @@ static const char fail_accepted[] =
     "invalid, unknown, not_ready, a CUDA_ERROR_* name or a number) or rate:P:seed:S "
     "(0 <= P <= 1)";
 
+static const char delay_accepted[] =
+    "expected comma-separated rules NAME:N:MICROSECONDS or NAME:N+:MICROSECONDS (N >= 1, "
+    "1 to 1000000 microseconds)";
+
 static bool parse_count(const char *text, unsigned long long *value)
 {
     if (!isdigit((unsigned char)text[0]))
@@ -84,12 +88,10 @@ static bool parse_rate_rule(char *fields[], int field_count, struct sim_settings
     return true;
 }
 
-static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings,
-                             const char *text)
+/* NAME:N or NAME:N+ into `rule`; an unknown NAME stops the process. */
+static bool parse_call_selector(char *fields[], struct sim_fail_rule *rule, const char *variable,
+                                const char *text)
 {
-    if (field_count < 2 || field_count > 3 || settings->fail_rule_count >= SIM_MAX_FAIL_RULES)
-        return false;
-    struct sim_fail_rule *rule = &settings->fail_rules[settings->fail_rule_count];
     size_t name_length = strlen(fields[0]);
     if (name_length == 0 || name_length >= sizeof rule->name || strncmp(fields[0], "cu", 2) != 0)
         return false;
@@ -98,9 +100,9 @@ static bool parse_named_rule(char *fields[], int field_count, struct sim_setting
             return false;
     if (!sim_is_entry_point_name(fields[0])) {
         fprintf(stderr,
-                "gpusim: bad GPUSIM_FAIL value '%s': %s is not a simulated driver entry point "
+                "gpusim: bad %s value '%s': %s is not a simulated driver entry point "
                 "(expected a name such as cuMemAlloc or cuMemAlloc_v2)\n",
-                text, fields[0]);
+                variable, text, fields[0]);
         exit(2);
     }
     size_t count_length = strlen(fields[1]);
@@ -110,23 +112,50 @@ static bool parse_named_rule(char *fields[], int field_count, struct sim_setting
     unsigned long long nth;
     if (!parse_count(fields[1], &nth) || nth == 0)
         return false;
-    CUresult error = CUDA_SUCCESS;
-    if (field_count == 3 && !sim_parse_error_name(fields[2], &error))
-        return false;
     memcpy(rule->name, fields[0], name_length + 1);
     rule->nth = nth;
     rule->and_later = and_later;
-    rule->error = error;
     atomic_init(&rule->seen, 0);
+    return true;
+}
+
+static bool parse_named_rule(char *fields[], int field_count, struct sim_settings *settings,
+                             const char *text)
+{
+    if (field_count < 2 || field_count > 3 || settings->fail_rule_count >= SIM_MAX_FAIL_RULES)
+        return false;
+    struct sim_fail_rule *rule = &settings->fail_rules[settings->fail_rule_count];
+    CUresult error = CUDA_SUCCESS;
+    if (!parse_call_selector(fields, rule, "GPUSIM_FAIL", text) ||
+        (field_count == 3 && !sim_parse_error_name(fields[2], &error)))
+        return false;
+    rule->error = error;
     settings->fail_rule_count++;
     return true;
 }
 
-static void parse_fail_rules(const char *text, struct sim_settings *settings)
+/* NAME:N:MICROSECONDS or NAME:N+:MICROSECONDS, at most one second. */
+static bool parse_delay_rule(char *fields[], int field_count, struct sim_settings *settings,
+                             const char *text)
 {
+    if (field_count != 3 || settings->delay_rule_count >= SIM_MAX_FAIL_RULES)
+        return false;
+    struct sim_fail_rule *rule = &settings->delay_rules[settings->delay_rule_count];
+    unsigned long long microseconds;
+    if (!parse_call_selector(fields, rule, "GPUSIM_DELAY", text) ||
+        !parse_count(fields[2], &microseconds) || microseconds == 0 || microseconds > 1000000)
+        return false;
+    rule->delay_microseconds = microseconds;
+    settings->delay_rule_count++;
+    return true;
+}
+
+static void parse_rules(const char *variable, const char *text, struct sim_settings *settings)
+{
+    bool delays = strcmp(variable, "GPUSIM_DELAY") == 0;
     char copy[1024];
     if (strlen(text) >= sizeof copy)
-        reject("GPUSIM_FAIL", text, "the value is longer than 1023 characters");
+        reject(variable, text, "the value is longer than 1023 characters");
     strcpy(copy, text);
     char *save_rule;
     for (char *rule = strtok_r(copy, ",", &save_rule); rule != NULL;
@@ -142,10 +171,12 @@ static void parse_fail_rules(const char *text, struct sim_settings *settings)
             *colon = '\0';
             cursor = colon + 1;
         }
-        bool ok = strcmp(fields[0], "rate") == 0 ? parse_rate_rule(fields, field_count, settings)
-                                                 : parse_named_rule(fields, field_count, settings, text);
+        bool ok = delays ? parse_delay_rule(fields, field_count, settings, text)
+                  : strcmp(fields[0], "rate") == 0
+                      ? parse_rate_rule(fields, field_count, settings)
+                      : parse_named_rule(fields, field_count, settings, text);
         if (!ok)
-            reject("GPUSIM_FAIL", text, fail_accepted);
+            reject(variable, text, delays ? delay_accepted : fail_accepted);
     }
 }
 
@@ -181,7 +212,10 @@ void sim_read_environment(struct sim_settings *settings)
     }
     const char *fail = getenv("GPUSIM_FAIL");
     if (fail != NULL && fail[0] != '\0')
-        parse_fail_rules(fail, settings);
+        parse_rules("GPUSIM_FAIL", fail, settings);
+    const char *delay = getenv("GPUSIM_DELAY");
+    if (delay != NULL && delay[0] != '\0')
+        parse_rules("GPUSIM_DELAY", delay, settings);
     const char *racecheck = getenv("GPUSIM_RACECHECK");
     if (racecheck != NULL) {
         if (strcmp(racecheck, "0") == 0)

@@ -124,6 +124,7 @@ struct sim_fail_rule {
     unsigned long long nth;
     bool and_later;
     CUresult error; /* 0: the entry's default */
+    unsigned long long delay_microseconds; /* GPUSIM_DELAY rules only */
     atomic_ullong seen;
 };
 
@@ -141,6 +142,8 @@ struct sim_settings {
     size_t granularity; /* VMM allocation granularity */
     struct sim_fail_rule fail_rules[SIM_MAX_FAIL_RULES];
     int fail_rule_count;
+    struct sim_fail_rule delay_rules[SIM_MAX_FAIL_RULES];
+    int delay_rule_count;
     double fail_rate;
     unsigned long long fail_seed;
     char stats_path[4096];

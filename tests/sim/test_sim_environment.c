@@ -100,6 +100,19 @@ Test(environment, bad_failure_rules)
     expect_accepted("GPUSIM_FAIL", "rate:0.01:seed:42");
 }
 
+Test(environment, bad_delay_rules)
+{
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent:1");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent:0:100");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent:1:0");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent:1:1000001");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvent:1:oom");
+    expect_rejected("GPUSIM_DELAY", "cuStreamWaitEvnt:1:100");
+    expect_rejected("GPUSIM_DELAY", "rate:0.1:seed:3");
+    expect_accepted("GPUSIM_DELAY", "cuStreamWaitEvent:1+:20000,cuMemAlloc:2:1");
+}
+
 Test(environment, bad_granularities)
 {
     expect_rejected("GPUSIM_GRANULARITY", "3MiB");

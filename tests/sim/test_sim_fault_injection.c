@@ -148,3 +148,41 @@ Test(fault_injection, another_seed_gives_another_sequence, .init = other_seed)
     failure_patterns_here_and_in_child("rate:0.25:seed:42", &pattern, &child_pattern);
     cr_assert_neq(child_pattern, pattern);
 }
+
+static void second_query_waits(void)
+{
+    setenv("GPUSIM_DELAY", "cuCtxGetDevice:2:30000,cuDeviceGetCount:1+:20000", 1);
+}
+
+static double seconds_of(void (*call)(void))
+{
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    call();
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    return (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+}
+
+static void get_device(void)
+{
+    CUdevice device;
+    EXPECT_OK(cuCtxGetDevice(&device));
+}
+
+static void get_count(void)
+{
+    int count;
+    EXPECT_OK(cuDeviceGetCount(&count));
+}
+
+/* GPUSIM_DELAY: the named call sleeps before it starts, and only the calls
+ * its rule selects; the call itself is unchanged. */
+Test(fault_injection, delays_hit_exactly_the_calls_they_name, .init = second_query_waits)
+{
+    start_device(0);
+    cr_assert_lt(seconds_of(get_device), 0.025, "the first cuCtxGetDevice is not delayed");
+    cr_assert_geq(seconds_of(get_device), 0.030, "the second cuCtxGetDevice sleeps 30 ms");
+    cr_assert_lt(seconds_of(get_device), 0.025, "the third cuCtxGetDevice is not delayed");
+    cr_assert_geq(seconds_of(get_count), 0.020, "every cuDeviceGetCount sleeps 20 ms");
+    cr_assert_geq(seconds_of(get_count), 0.020, "every cuDeviceGetCount sleeps 20 ms");
+}
