@@ -1,5 +1,5 @@
 /* Symbolizing return addresses at write time with elfutils' libdwfl: the
- * function (C++ names demangled when the program carries libstdc++), the
+ * function (C++ names demangled by libstdc++ where it is installed), the
  * source file and line from DWARF, and `module+0xoffset` for code without
  * symbols. Each address is looked up once per symbolizer. */
 #include <dlfcn.h>
@@ -24,8 +24,13 @@ struct gpucache_symbolizer {
     struct cached_frame *slots;
     size_t slot_count; /* a power of two */
     size_t used;
-    /* __cxa_demangle when libstdc++ is loaded; the library does not link it. */
+    /* libstdc++'s __cxa_demangle, which the library does not link: the
+     * program's own when it carries libstdc++, else opened at the first
+     * mangled name (a C++ program may link it only as needed, and drop it);
+     * then kept loaded, since libstdc++ cannot be unloaded safely. */
     char *(*demangle)(const char *, char *, size_t *, int *);
+    void *opened_libstdcxx;
+    bool demangler_looked_up;
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -47,8 +52,19 @@ struct gpucache_symbolizer *gpucache_symbolizer_create(void)
         gpucache_symbolizer_destroy(symbolizer);
         return NULL;
     }
-    *(void **)&symbolizer->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     return symbolizer;
+}
+
+/* Looked up once, when the first mangled name needs it. */
+static void find_demangler(struct gpucache_symbolizer *symbolizer)
+{
+    symbolizer->demangler_looked_up = true;
+    *(void **)&symbolizer->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (symbolizer->demangle)
+        return;
+    symbolizer->opened_libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (symbolizer->opened_libstdcxx)
+        *(void **)&symbolizer->demangle = dlsym(symbolizer->opened_libstdcxx, "__cxa_demangle");
 }
 
 static void free_frame(struct gpucache_frame *frame)
@@ -114,7 +130,10 @@ static void look_up(struct gpucache_symbolizer *symbolizer, uintptr_t address,
         dwfl_module_info(module, NULL, &start, NULL, NULL, NULL, &module_path, NULL);
     const char *symbol = module ? dwfl_module_addrname(module, pc) : NULL;
     char *demangled = NULL;
-    if (symbol && symbolizer->demangle && symbol[0] == '_' && symbol[1] == 'Z') {
+    bool mangled = symbol && symbol[0] == '_' && symbol[1] == 'Z';
+    if (mangled && !symbolizer->demangler_looked_up)
+        find_demangler(symbolizer);
+    if (mangled && symbolizer->demangle) {
         int status = -1;
         demangled = symbolizer->demangle(symbol, NULL, NULL, &status);
         if (status != 0) {

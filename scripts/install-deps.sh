@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and the suites need, only those
 # missing, so a second run costs nothing.
 set -euo pipefail
-packages=(meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+packages=(meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
           libcriterion-dev libbsd-dev libxml2-utils python3 libzstd-dev liblz4-dev
           librsvg2-bin libdw-dev libunwind-dev binutils)
 missing=()

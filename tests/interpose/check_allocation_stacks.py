@@ -7,7 +7,7 @@ the same frames; a stripped copy of the program gives module+offset frames
 for its own code; stacks:0 records no frames.
 With the training_loop sample as a second argument, its snapshot's largest
 allocations name its own main and the line of their cudaMalloc call.
-usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP] (GPUCACHE_TEST_PRELOAD names
+usage: check_allocation_stacks.py PROGRAM [TRAINING_LOOP [CPP_PROGRAM]] (GPUCACHE_TEST_PRELOAD names
 the library)"""
 import json
 import os
@@ -155,4 +155,17 @@ if len(sys.argv) > 2:
                  f"cudaMalloc line in main: {entry['frames'][:3]}")
     lines = sorted({first_program_frame(e["frames"], {"main"})["line"] for e in largest})
     print(f"ok: training_loop's 10 largest allocations name main at training_loop.c lines {lines}")
+if len(sys.argv) > 3:
+    snapshot, lines = snapshot_of(sys.argv[3], "", "cpp.json")
+    member = "model::Layer::allocate(unsigned long)"
+    blocks = live_blocks(snapshot)
+    if len(blocks) != 3:
+        fail(f"the C++ program's snapshot holds {len(blocks)} live blocks, expected 3")
+    for block in blocks:
+        frame = first_program_frame(block["frames"], {member})
+        if not frame or not frame["filename"].endswith("allocation_stacks_cpp.cpp") or \
+                frame["line"] != lines["member_line"]:
+            fail(f"a C++ allocation does not name {member} at line {lines['member_line']}: "
+                 f"{block['frames'][:3]}")
+    print(f"ok: C++ frames are demangled: {member} at line {lines['member_line']}")
 shutil.rmtree(work)
