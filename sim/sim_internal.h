@@ -3,7 +3,10 @@
  * Every sim_*.c file includes this header first. It builds cuda.h the way the
  * real driver does (__CUDA_API_VERSION_INTERNAL), so every exported name, the
  * legacy v1 forms and the _ptds/_ptsz forms are declared with the exact
- * signatures of the CUDA 13 headers and a mismatch is a compile error. */
+ * signatures of the CUDA 13 headers and a mismatch is a compile error.
+ *
+ * One header because every sim_*.c file shares the same structures and lock
+ * order; split headers would each need the others. */
 #ifndef SIM_INTERNAL_H
 #define SIM_INTERNAL_H
 

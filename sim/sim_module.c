@@ -10,7 +10,10 @@
  * image with only SASS cannot run and fails with CUDA_ERROR_NO_BINARY_FOR_GPU,
  * with one line on stderr saying how to add PTX. Every .global and .const
  * variable becomes a device allocation of the module's context, so copies
- * to and from symbols are ordinary device copies. */
+ * to and from symbols are ordinary device copies.
+ *
+ * One file because every loading entry point ends in the same image
+ * registry; they differ only in where the image comes from. */
 #include "sim_internal.h"
 
 #include <stdio.h>

@@ -30,7 +30,10 @@
  * slots are not reused while the list holds anything.
  *
  * Cost (DESIGN.md): about 2x CPU per queued operation in a loop that does
- * nothing but queue small copies and memsets, mostly the race lock. */
+ * nothing but queue small copies and memsets, mostly the race lock.
+ *
+ * One file because the clocks, the shadow intervals and the pending list
+ * are one data structure under one lock; their invariants hold only together. */
 #include "sim_internal.h"
 
 #include <dlfcn.h>

@@ -3,7 +3,10 @@
  * when work is queued.
  *
  * Lock order: event mutex, then context submit_lock, then sim.lock, then a
- * stream mutex. Workers hold no lock while they run an item. */
+ * stream mutex. Workers hold no lock while they run an item.
+ *
+ * One file because queueing, the legacy stream's implicit ordering and the
+ * workers share one lock order that reads only when it is all in view. */
 #include "sim_internal.h"
 
 #include <stdlib.h>

@@ -2,7 +2,10 @@
  * space; a physical allocation is a range of a sparse memfd, charged to the
  * device; a mapping maps that range there but keeps it inaccessible until
  * cuMemSetAccess, as on a GPU. Physical memory returns to the device only
- * when its handle is released and its last mapping is gone. */
+ * when its handle is released and its last mapping is gone.
+ *
+ * One file because reservations, physical handles and mappings refer to
+ * each other and change under one lock. */
 #include "sim_internal.h"
 
 #include <errno.h>

@@ -11,7 +11,11 @@
  * Warps of a CTA take turns in slices; a barrier releases its waiting
  * threads once every live thread of the CTA (or the count it names) has
  * arrived. A fault stops the CTA and is reported to the grid, which then
- * stops too. */
+ * stops too.
+ *
+ * One file because every opcode's case reads the same lane and warp state
+ * inside one dispatch loop, which the compiler keeps fast only when it sees
+ * all of it. */
 #include <fenv.h>
 #include <stdarg.h>
 #include <math.h>

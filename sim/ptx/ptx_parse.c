@@ -9,7 +9,10 @@
  *
  * A kernel that uses an instruction the interpreter does not know still
  * loads (other kernels of the module may be fine) but keeps the reason, and
- * launching it fails with that line. */
+ * launching it fails with that line.
+ *
+ * One file because decoding is one pass over one token stream that resolves
+ * every name as it goes; split, each part would need the parser's whole state. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

@@ -17,7 +17,10 @@
  * "taint" names a buffer or read-back whose contents depend on an earlier
  * allocation that failed for lack of memory: where the device runs out
  * differs between the driver and a caching allocator, so the runner ignores
- * every line about such a name. */
+ * every line about such a name.
+ *
+ * One file because it is one program: the case reader and the operation
+ * dispatch share the tables of streams, events and buffers. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

@@ -10,7 +10,10 @@
  * maps at least large_segment_size (20 MiB), the slack beyond the request
  * staying a free block, and each run of new pages is one physical handle
  * (one page_create). So the figures below count growths of 20 MiB or more
- * where PyTorch's would count 20 MiB pages, and come out the same. */
+ * where PyTorch's would count 20 MiB pages, and come out the same.
+ *
+ * One file because the cases share the fixtures that build an allocator on
+ * the accounting driver and read its pages back. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <limits.h>
