@@ -5,7 +5,9 @@
  * of the library itself left out, so that the innermost frame kept is the
  * program's call into CUDA. */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
+#include <stdbool.h>
 #include <pthread.h>
 
 #define UNW_LOCAL_ONLY
@@ -40,8 +42,15 @@ static const void *range_self;
 static struct module_range cached_range;
 static pthread_once_t range_once = PTHREAD_ONCE_INIT;
 
+/* Under ThreadSanitizer, glibc's backtrace() instead: unw_backtrace keeps
+ * each thread's trace cache behind a thread-specific key whose destructor
+ * locks a mutex, and TSan's mutex interceptor crashes when a destructor
+ * runs after it has retired the exiting thread. */
+static bool use_glibc_backtrace;
+
 static void find_own_range(void)
 {
+    use_glibc_backtrace = dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
     Dl_info info;
     if (!dladdr(range_self, &info) || !info.dli_fbase)
         return;
@@ -55,9 +64,18 @@ void gpucache_stack_capture_prepare(const void *self)
     pthread_once(&range_once, find_own_range);
     /* The cache is set up, and the first unwind done, here: outside every
      * lock of the allocation path. */
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     void *warm[4];
+    if (use_glibc_backtrace) {
+        (void)backtrace(warm, 4); /* loads libgcc_s now, not under a lock */
+        return;
+    }
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     (void)unw_backtrace(warm, 4);
+}
+
+static bool in_library(const void *address)
+{
+    return (uintptr_t)address >= cached_range.start && (uintptr_t)address < cached_range.end;
 }
 
 size_t gpucache_stack_capture(uintptr_t *frames, size_t depth)
@@ -69,11 +87,15 @@ size_t gpucache_stack_capture(uintptr_t *frames, size_t depth)
     void *raw[GPUCACHE_STACK_MAX_FRAMES + LIBRARY_FRAMES];
     if (depth > GPUCACHE_STACK_MAX_FRAMES)
         depth = GPUCACHE_STACK_MAX_FRAMES;
-    int captured = unw_backtrace(raw, (int)(depth + LIBRARY_FRAMES));
+    int limit = (int)(depth + LIBRARY_FRAMES);
+    int captured = use_glibc_backtrace ? backtrace(raw, limit) : unw_backtrace(raw, limit);
     int index = 0;
+    /* TSan's interceptor of backtrace() comes before the library's frames. */
+    if (use_glibc_backtrace)
+        while (index < captured && !in_library(raw[index]))
+            index++;
     /* The innermost frames that are the library's own, and only those. */
-    while (index < captured && (uintptr_t)raw[index] >= cached_range.start &&
-           (uintptr_t)raw[index] < cached_range.end)
+    while (index < captured && in_library(raw[index]))
         index++;
     size_t kept = 0;
     for (; index < captured && kept < depth; index++)

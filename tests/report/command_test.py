@@ -360,6 +360,16 @@ def case_library_threads(program, checker, library, work, **_):
     if int(header[5]) != len(final['device_traces'][0]):
         fail(f'the trace has {header[5]} events, the final snapshot '
              f'{len(final["device_traces"][0])}')
+    # The threads' allocations carry their stacks from the program's CUDA call
+    # outwards, with none of the library's frames (under TSan too, where the
+    # library unwinds with glibc's backtrace()).
+    allocs = [e for e in final['device_traces'][0] if e['action'] == 'alloc']
+    unnamed = [e for e in allocs if not e['frames'] or
+               'sim/runtime/' not in e['frames'][0]['filename'] or
+               'thread_work' not in [f['name'] for f in e['frames']]]
+    if not allocs or unnamed:
+        fail(f'{len(unnamed)} of {len(allocs)} allocations lack the thread_work frame: '
+             f'{unnamed[0]["frames"] if unnamed else ""}')
 
 
 def case_library_oom(program, checker, library, work, **_):
