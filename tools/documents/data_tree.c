@@ -86,9 +86,15 @@ const struct data_value *data_dict_get(const struct data_value *dict, const char
 {
     if (!dict || dict->kind != DATA_DICT)
         return NULL;
-    for (size_t pair = dict->sequence.count; pair-- > 0;)
-        if (data_string_is(dict->sequence.items[2 * pair], key))
+    /* Snapshot dicts hold a handful of keys: a scan that compares lengths
+     * first beats hashing them. */
+    size_t length = strlen(key);
+    for (size_t pair = dict->sequence.count; pair-- > 0;) {
+        const struct data_value *name = dict->sequence.items[2 * pair];
+        if (name->kind == DATA_STRING && name->text.length == length &&
+            memcmp(name->text.bytes, key, length) == 0)
             return dict->sequence.items[2 * pair + 1];
+    }
     return NULL;
 }
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-bool growable_array_reserve(void **array, size_t *capacity, size_t needed, size_t element_size)
+bool growable_array_grow(void **array, size_t *capacity, size_t needed, size_t element_size)
 {
     if (needed <= *capacity)
         return true;

@@ -1,6 +1,7 @@
 #include "snapshot_reader.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,53 +23,102 @@ static bool is_known_action(const struct data_value *action)
     return false;
 }
 
+/* Where a value sits in the snapshot, named in messages only: the name is
+ * formatted when a message needs it, not for every entry read. */
+enum place_kind { PLACE_NAMED, PLACE_TRACE_ENTRY, PLACE_SEGMENT, PLACE_BLOCK };
+
+struct place {
+    enum place_kind kind;
+    const char *name; /* PLACE_NAMED */
+    size_t major, minor;
+};
+
+#define PLACE_TEXT_SIZE 64
+
+static const char *place_text(struct place place, char text[PLACE_TEXT_SIZE])
+{
+    switch (place.kind) {
+    case PLACE_NAMED:
+        return place.name;
+    case PLACE_TRACE_ENTRY:
+        snprintf(text, PLACE_TEXT_SIZE, "device_traces[%zu][%zu]", place.major, place.minor);
+        break;
+    case PLACE_SEGMENT:
+        snprintf(text, PLACE_TEXT_SIZE, "segments[%zu]", place.major);
+        break;
+    case PLACE_BLOCK:
+        snprintf(text, PLACE_TEXT_SIZE, "segments[%zu].blocks[%zu]", place.major, place.minor);
+        break;
+    }
+    return text;
+}
+
+/* read_fail with the place's name before the message. */
+__attribute__((format(printf, 3, 4))) static bool place_fail(struct read_error *error,
+                                                             struct place place,
+                                                             const char *format, ...)
+{
+    char text[PLACE_TEXT_SIZE];
+    size_t used = (size_t)snprintf(error->message, sizeof error->message, "%s: ",
+                                   place_text(place, text));
+    if (used < sizeof error->message) {
+        va_list arguments;
+        va_start(arguments, format);
+        vsnprintf(error->message + used, sizeof error->message - used, format, arguments);
+        va_end(arguments);
+    }
+    return false;
+}
+
 /* Reads integer field `key` of `dict`; `where` names the dict in messages.
  * A missing optional field leaves *value untouched. */
 static bool integer_field(const struct data_value *dict, const char *key, bool required,
-                          const char *where, int64_t *value, struct read_error *error)
+                          struct place where, int64_t *value, struct read_error *error)
 {
     const struct data_value *field = data_dict_get(dict, key);
     if (!field) {
         if (required)
-            return read_fail(error, "%s: '%s' is missing", where, key);
+            return place_fail(error, where, "'%s' is missing", key);
         return true;
     }
     if (field->kind != DATA_INT)
-        return read_fail(error, "%s: '%s' is a %s (expected an int)", where, key,
-                           data_kind_name(field->kind));
+        return place_fail(error, where, "'%s' is a %s (expected an int)", key,
+                          data_kind_name(field->kind));
     if (field->too_wide)
-        return read_fail(error,
-                           "%s: '%s' does not fit in 64 bits (expected an int from -2^63 to "
-                           "2^63 - 1)",
-                           where, key);
+        return place_fail(error, where,
+                          "'%s' does not fit in 64 bits (expected an int from -2^63 to "
+                          "2^63 - 1)",
+                          key);
     *value = field->integer;
     return true;
 }
 
-static bool unsigned_field(const struct data_value *dict, const char *key, const char *where,
+static bool unsigned_field(const struct data_value *dict, const char *key, struct place where,
                            uint64_t *value, struct read_error *error)
 {
     int64_t signed_value = 0;
     if (!integer_field(dict, key, true, where, &signed_value, error))
         return false;
     if (signed_value < 0)
-        return read_fail(error, "%s: '%s' is %" PRId64 " (expected a non-negative int)", where,
-                           key, signed_value);
+        return place_fail(error, where, "'%s' is %" PRId64 " (expected a non-negative int)",
+                          key, signed_value);
     *value = (uint64_t)signed_value;
     return true;
 }
 
 static const struct data_value *list_field(const struct data_value *dict, const char *key,
-                                           const char *where, struct read_error *error)
+                                           struct place where, struct read_error *error)
 {
     const struct data_value *field = data_dict_get(dict, key);
     if (!field)
-        read_fail(error, "%s: '%s' is missing", where, key);
+        place_fail(error, where, "'%s' is missing", key);
     else if (field->kind != DATA_LIST)
-        read_fail(error, "%s: '%s' is a %s (expected a list)", where, key,
-                    data_kind_name(field->kind));
+        place_fail(error, where, "'%s' is a %s (expected a list)", key,
+                   data_kind_name(field->kind));
     return field && field->kind == DATA_LIST ? field : NULL;
 }
+
+static const struct place top_level = {.kind = PLACE_NAMED, .name = "top level"};
 
 static bool pick_device(const struct data_value *traces, int requested, int *device,
                         struct read_error *error)
@@ -107,32 +157,31 @@ static bool has_free_completed(const struct data_value *entries)
 static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
                          int device, const char *free_action, struct read_error *error)
 {
-    char where[64];
     for (size_t index = 0; index < entries->sequence.count; index++) {
         const struct data_value *entry = entries->sequence.items[index];
         struct replay_position position = {.origin = REPLAY_ORIGIN_TRACE_ENTRY,
                                            .major = (uint32_t)device,
                                            .minor = (uint32_t)index};
-        replay_position_format(position, where, sizeof where);
+        struct place where = {.kind = PLACE_TRACE_ENTRY, .major = (size_t)device, .minor = index};
         if (entry->kind != DATA_DICT)
-            return read_fail(error,
-                               "%s: a %s (expected a dict with 'action', 'addr', 'size', "
-                               "'stream')",
-                               where, data_kind_name(entry->kind));
+            return place_fail(error, where,
+                              "a %s (expected a dict with 'action', 'addr', 'size', "
+                              "'stream')",
+                              data_kind_name(entry->kind));
         const struct data_value *action = data_dict_get(entry, "action");
         if (!action)
-            return read_fail(error, "%s: 'action' is missing", where);
+            return place_fail(error, where, "'%s' is missing", "action");
         if (!is_known_action(action)) {
             if (action->kind != DATA_STRING)
-                return read_fail(error, "%s: 'action' is a %s (expected a str)", where,
-                                   data_kind_name(action->kind));
+                return place_fail(error, where, "'action' is a %s (expected a str)",
+                                  data_kind_name(action->kind));
             char shown[200];
-            return read_fail(
-                error,
-                "%s: unknown action %s (expected alloc, free_requested, "
+            return place_fail(
+                error, where,
+                "unknown action %s (expected alloc, free_requested, "
                 "free_completed, segment_alloc, segment_free, segment_map, "
                 "segment_unmap, oom, snapshot or annotate)",
-                where, read_quote(action->text.bytes, action->text.length, shown, sizeof shown));
+                read_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
         if (data_string_is(action, "alloc"))
@@ -162,13 +211,12 @@ static bool read_final_state(struct replay_trace_builder *builder,
                              const struct data_value *segments, int device,
                              bool pending_counts_as_allocated, struct read_error *error)
 {
-    char where[64];
     for (size_t segment_index = 0; segment_index < segments->sequence.count; segment_index++) {
         const struct data_value *segment = segments->sequence.items[segment_index];
-        snprintf(where, sizeof where, "segments[%zu]", segment_index);
+        struct place where = {.kind = PLACE_SEGMENT, .major = segment_index};
         if (segment->kind != DATA_DICT)
-            return read_fail(error, "%s: a %s (expected a dict)", where,
-                               data_kind_name(segment->kind));
+            return place_fail(error, where, "a %s (expected a dict)",
+                              data_kind_name(segment->kind));
         int64_t segment_device = 0, stream = 0;
         uint64_t address;
         if (!integer_field(segment, "device", false, where, &segment_device, error))
@@ -190,22 +238,21 @@ static bool read_final_state(struct replay_trace_builder *builder,
                              .major = (uint32_t)segment_index,
                              .minor = (uint32_t)block_index},
             };
-            replay_position_format(record.position, where, sizeof where);
+            struct place at = {.kind = PLACE_BLOCK, .major = segment_index, .minor = block_index};
             if (block->kind != DATA_DICT)
-                return read_fail(error, "%s: a %s (expected a dict)", where,
-                                   data_kind_name(block->kind));
+                return place_fail(error, at, "a %s (expected a dict)", data_kind_name(block->kind));
             uint64_t size;
             const struct data_value *state = data_dict_get(block, "state");
-            if (!unsigned_field(block, "size", where, &size, error))
+            if (!unsigned_field(block, "size", at, &size, error))
                 return false;
             /* The viewer derives block addresses the same way when absent. */
             int64_t block_address = (int64_t)address;
-            if (!integer_field(block, "address", false, where, &block_address, error))
+            if (!integer_field(block, "address", false, at, &block_address, error))
                 return false;
             record.address = (uint64_t)block_address;
             address += size;
             int64_t requested = (int64_t)size;
-            if (!integer_field(block, "requested_size", false, where, &requested, error))
+            if (!integer_field(block, "requested_size", false, at, &requested, error))
                 return false;
             record.size = (uint64_t)requested;
             bool allocated =
@@ -213,10 +260,10 @@ static bool read_final_state(struct replay_trace_builder *builder,
                 (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
             if (!state || (!allocated && !data_string_is(state, "inactive") &&
                            !data_string_is(state, "active_pending_free")))
-                return read_fail(error,
-                                   "%s: 'state' is not one of active_allocated, "
-                                   "active_pending_free, inactive",
-                                   where);
+                return place_fail(error, at,
+                                  "'%s' is not one of active_allocated, "
+                                  "active_pending_free, inactive",
+                                  "state");
             if (allocated && !replay_builder_final_block(builder, &record, error))
                 return false;
         }
@@ -241,7 +288,7 @@ struct visit_budget {
 
 /* Charges a dict (or any value) and its pairs; false, with the position,
  * once the file has been expanded beyond its budget. */
-static bool visit(struct visit_budget *budget, const struct data_value *value, const char *where,
+static bool visit(struct visit_budget *budget, const struct data_value *value, struct place where,
                   struct read_error *error)
 {
     uint64_t cost = 1 + (value->kind == DATA_DICT ? value->sequence.count : 0);
@@ -249,11 +296,11 @@ static bool visit(struct visit_budget *budget, const struct data_value *value, c
         budget->left -= cost;
         return true;
     }
-    return read_fail(error,
-                       "%s: the snapshot expands to more than %" PRIu64 " values (%d per byte "
-                       "of the file): its memo repeats the same segments, blocks or trace "
-                       "entries (expected each once)",
-                       where, budget->limit, VISITS_PER_BYTE);
+    return place_fail(error, where,
+                      "the snapshot expands to more than %" PRIu64 " values (%d per byte "
+                      "of the file): its memo repeats the same segments, blocks or trace "
+                      "entries (expected each once)",
+                      budget->limit, VISITS_PER_BYTE);
 }
 
 /* Walks what the reader will visit (the chosen trace, every segment and its
@@ -265,22 +312,21 @@ static bool within_budget(const struct data_value *entries, int device,
 {
     struct visit_budget budget = {.limit = (uint64_t)length * VISITS_PER_BYTE};
     budget.left = budget.limit;
-    char where[64];
     for (size_t index = 0; entries && index < entries->sequence.count; index++) {
-        snprintf(where, sizeof where, "device_traces[%d][%zu]", device, index);
+        struct place where = {.kind = PLACE_TRACE_ENTRY, .major = (size_t)device, .minor = index};
         if (!visit(&budget, entries->sequence.items[index], where, error))
             return false;
     }
     for (size_t index = 0; segments && index < segments->sequence.count; index++) {
         const struct data_value *segment = segments->sequence.items[index];
-        snprintf(where, sizeof where, "segments[%zu]", index);
-        if (!visit(&budget, segment, where, error))
+        if (!visit(&budget, segment, (struct place){.kind = PLACE_SEGMENT, .major = index},
+                   error))
             return false;
         const struct data_value *blocks = data_dict_get(segment, "blocks");
         for (size_t block = 0; blocks && blocks->kind == DATA_LIST &&
                                block < blocks->sequence.count;
              block++) {
-            snprintf(where, sizeof where, "segments[%zu].blocks[%zu]", index, block);
+            struct place where = {.kind = PLACE_BLOCK, .major = index, .minor = block};
             if (!visit(&budget, blocks->sequence.items[block], where, error))
                 return false;
         }
@@ -296,7 +342,7 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
                            "top level: a %s (expected the dict that "
                            "torch.cuda.memory._snapshot() returns)",
                            data_kind_name(root->kind));
-    const struct data_value *traces = list_field(root, "device_traces", "top level", error);
+    const struct data_value *traces = list_field(root, "device_traces", top_level, error);
     if (!traces)
         return false;
     int device;
