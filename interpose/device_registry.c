@@ -176,7 +176,9 @@ void device_stream_created(int device, CUstream stream, bool non_blocking)
     pthread_mutex_unlock(&state->lock);
 }
 
-int device_stream_find(CUstream stream, bool *non_blocking)
+/* Finds the registered stream, reports whether it is non-blocking and, with
+ * `remove`, takes it out; returns its device or -1. */
+static int look_up_stream(CUstream stream, bool *non_blocking, bool remove)
 {
     pthread_once(&devices_once, devices_initialise);
     int found = -1;
@@ -187,6 +189,8 @@ int device_stream_find(CUstream stream, bool *non_blocking)
             if (state->streams[s].stream == stream) {
                 if (non_blocking)
                     *non_blocking = state->streams[s].non_blocking;
+                if (remove)
+                    state->streams[s] = state->streams[--state->stream_count];
                 found = i;
                 break;
             }
@@ -196,25 +200,16 @@ int device_stream_find(CUstream stream, bool *non_blocking)
     return found;
 }
 
+int device_stream_find(CUstream stream, bool *non_blocking)
+{
+    return look_up_stream(stream, non_blocking, false);
+}
+
 int device_stream_destroyed(CUstream stream, bool *non_blocking)
 {
     pthread_once(&devices_once, devices_initialise);
     pthread_rwlock_wrlock(&stream_use_lock);
-    int found = -1;
-    for (int i = 0; i < GPUCACHE_MAX_DEVICES && found < 0; i++) {
-        struct device_entry *state = &devices[i];
-        pthread_mutex_lock(&state->lock);
-        for (size_t s = 0; s < state->stream_count; s++) {
-            if (state->streams[s].stream == stream) {
-                if (non_blocking)
-                    *non_blocking = state->streams[s].non_blocking;
-                state->streams[s] = state->streams[--state->stream_count];
-                found = i;
-                break;
-            }
-        }
-        pthread_mutex_unlock(&state->lock);
-    }
+    int found = look_up_stream(stream, non_blocking, true);
     pthread_rwlock_unlock(&stream_use_lock);
     return found;
 }
