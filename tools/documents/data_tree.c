@@ -1,9 +1,9 @@
 #include "data_tree.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "growable_array.h"
 
 #define CHUNK_VALUES 4096
 
@@ -17,6 +17,49 @@ struct data_text_chunk {
     struct data_text_chunk *next;
     char bytes[]; /* one stored text */
 };
+
+/* Item arrays come from chunks the document frees at once: a snapshot
+ * builds a container per frame and per entry, and a malloc and free each
+ * cost more than the decoding around them. A container that outgrows its
+ * array moves to a larger one and leaves the old one unused, at most
+ * doubling what the items take. */
+#define CHUNK_ITEMS 8192
+
+struct data_item_chunk {
+    struct data_item_chunk *next;
+    size_t used;
+    size_t capacity;
+    struct data_value *items[];
+};
+
+static struct data_value **items_new(struct data_document *document, size_t count)
+{
+    struct data_item_chunk *chunk = document->items;
+    if (chunk && chunk->capacity - chunk->used >= count) {
+        struct data_value **items = chunk->items + chunk->used;
+        chunk->used += count;
+        return items;
+    }
+    /* Large arrays get a chunk of their own behind the current one, which
+     * keeps serving small ones. */
+    bool own = count > CHUNK_ITEMS / 4;
+    size_t capacity = own ? count : CHUNK_ITEMS;
+    if (capacity > (SIZE_MAX - sizeof *chunk) / sizeof chunk->items[0])
+        return NULL;
+    struct data_item_chunk *fresh = malloc(sizeof *fresh + capacity * sizeof fresh->items[0]);
+    if (!fresh)
+        return NULL;
+    fresh->used = count;
+    fresh->capacity = capacity;
+    if (own && chunk) {
+        fresh->next = chunk->next;
+        chunk->next = fresh;
+    } else {
+        fresh->next = chunk;
+        document->items = fresh;
+    }
+    return fresh->items;
+}
 
 struct data_value *data_new(struct data_document *document, enum data_kind kind)
 {
@@ -35,13 +78,26 @@ struct data_value *data_new(struct data_document *document, enum data_kind kind)
     return value;
 }
 
-bool data_append(struct data_value *container, struct data_value *const *items, size_t count)
+bool data_append(struct data_document *document, struct data_value *container,
+                 struct data_value *const *items, size_t count)
 {
     bool dict = container->kind == DATA_DICT;
     size_t stored = dict ? container->sequence.count * 2 : container->sequence.count;
-    if (!growable_array_reserve((void **)&container->sequence.items, &container->sequence.capacity,
-                                stored + count, sizeof *container->sequence.items))
+    if (count > SIZE_MAX / 4 - stored)
         return false;
+    size_t needed = stored + count;
+    if (needed > container->sequence.capacity) {
+        size_t capacity = container->sequence.capacity * 2;
+        if (capacity < needed)
+            capacity = needed;
+        struct data_value **grown = items_new(document, capacity);
+        if (!grown)
+            return false;
+        if (stored > 0)
+            memcpy(grown, container->sequence.items, stored * sizeof *grown);
+        container->sequence.items = grown;
+        container->sequence.capacity = capacity;
+    }
     if (count > 0)
         memcpy(container->sequence.items + stored, items, count * sizeof *items);
     container->sequence.count += dict ? count / 2 : count;
@@ -65,13 +121,14 @@ void data_document_destroy(struct data_document *document)
     struct data_chunk *chunk = document->chunks;
     while (chunk) {
         struct data_chunk *next = chunk->next;
-        for (size_t index = 0; index < chunk->used; index++) {
-            enum data_kind kind = chunk->values[index].kind;
-            if (kind == DATA_LIST || kind == DATA_TUPLE || kind == DATA_DICT)
-                free(chunk->values[index].sequence.items);
-        }
         free(chunk);
         chunk = next;
+    }
+    struct data_item_chunk *items = document->items;
+    while (items) {
+        struct data_item_chunk *next = items->next;
+        free(items);
+        items = next;
     }
     struct data_text_chunk *text = document->texts;
     while (text) {
@@ -92,6 +149,7 @@ const struct data_value *data_dict_get(const struct data_value *dict, const char
     for (size_t pair = dict->sequence.count; pair-- > 0;) {
         const struct data_value *name = dict->sequence.items[2 * pair];
         if (name->kind == DATA_STRING && name->text.length == length &&
+            (length == 0 || name->text.bytes[0] == key[0]) &&
             memcmp(name->text.bytes, key, length) == 0)
             return dict->sequence.items[2 * pair + 1];
     }
@@ -100,7 +158,12 @@ const struct data_value *data_dict_get(const struct data_value *dict, const char
 
 bool data_string_is(const struct data_value *value, const char *text)
 {
-    return value && value->kind == DATA_STRING && value->text.length == strlen(text) &&
+    if (!value || value->kind != DATA_STRING)
+        return false;
+    /* Most comparisons fail at the first byte: no strlen for those. */
+    if (value->text.length == 0 || value->text.bytes[0] != text[0])
+        return value->text.length == 0 && text[0] == '\0';
+    return value->text.length == strlen(text) &&
            memcmp(value->text.bytes, text, value->text.length) == 0;
 }
 

@@ -46,6 +46,7 @@ struct data_value {
 
 struct data_chunk;
 struct data_text_chunk;
+struct data_item_chunk;
 
 /* A decoded file. Strings may point into the input buffer, which must then
  * outlive the document. */
@@ -53,15 +54,17 @@ struct data_document {
     struct data_value *root;
     struct data_chunk *chunks;
     struct data_text_chunk *texts;
+    struct data_item_chunk *items; /* the containers' item arrays */
 };
 
 /* A new zeroed value of `kind`, owned by the document; NULL when host memory
  * runs out. */
 struct data_value *data_new(struct data_document *document, enum data_kind kind);
 
-/* Appends `count` items to a list or tuple, or count / 2 pairs to a dict.
- * False when host memory runs out. */
-bool data_append(struct data_value *container, struct data_value *const *items, size_t count);
+/* Appends `count` items to a list or tuple of the document, or count / 2
+ * pairs to a dict. False when host memory runs out. */
+bool data_append(struct data_document *document, struct data_value *container,
+                 struct data_value *const *items, size_t count);
 
 /* A copy of `length` bytes owned by the document (for decoded text that is
  * not in the input as is); NULL when host memory runs out. */

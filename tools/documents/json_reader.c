@@ -297,7 +297,7 @@ static bool container(struct parser *parser, unsigned depth, struct data_value *
         }
         if (!value(parser, depth + 1, &items[count++]))
             return false;
-        if (!data_append(*result, items, count))
+        if (!data_append(parser->document, *result, items, count))
             return out_of_memory(parser);
         skip_space(parser);
         char next = peek(parser);

@@ -112,13 +112,23 @@ static bool fail(struct reader *reader, const char *problem)
                        name ? name : "opcode", problem);
 }
 
-static bool push(struct reader *reader, struct data_value *value)
+static bool push_growing(struct reader *reader, struct data_value *value)
 {
     if (!value || !growable_array_reserve((void **)&reader->stack, &reader->stack_capacity,
                                           reader->stack_count + 1, sizeof *reader->stack))
         return fail(reader, "ran out of host memory");
     reader->stack[reader->stack_count++] = value;
     return true;
+}
+
+/* Nearly every opcode pushes: the common case stays inline. */
+static inline bool push(struct reader *reader, struct data_value *value)
+{
+    if (__builtin_expect(value != NULL && reader->stack_count < reader->stack_capacity, 1)) {
+        reader->stack[reader->stack_count++] = value;
+        return true;
+    }
+    return push_growing(reader, value);
 }
 
 /* The stack height at the innermost MARK, which it removes. */
@@ -231,7 +241,7 @@ static bool append_items(struct reader *reader, struct data_value *container, si
                          size_t count)
 {
     /* The stack may not exist yet when nothing is appended. */
-    if (count > 0 && !data_append(container, reader->stack + height, count))
+    if (count > 0 && !data_append(reader->document, container, reader->stack + height, count))
         return fail(reader, "ran out of host memory");
     return true;
 }

@@ -17,6 +17,8 @@ static const char *const known_actions[] = {
 
 static bool is_known_action(const struct data_value *action)
 {
+    if (!action || action->kind != DATA_STRING)
+        return false;
     for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
         if (data_string_is(action, known_actions[index]))
             return true;
