@@ -7,8 +7,8 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
-#include <stdbool.h>
 #include <pthread.h>
+#include <stdbool.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -40,7 +40,7 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *data)
  * is never unloaded while it records. */
 static const void *range_self;
 static struct module_range cached_range;
-static pthread_once_t range_once = PTHREAD_ONCE_INIT;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /* Under ThreadSanitizer, glibc's backtrace() instead: unw_backtrace keeps
  * each thread's trace cache behind a thread-specific key whose destructor
@@ -48,7 +48,8 @@ static pthread_once_t range_once = PTHREAD_ONCE_INIT;
  * runs after it has retired the exiting thread. */
 static bool use_glibc_backtrace;
 
-static void find_own_range(void)
+/* Once per process: the unwinder, and the library's own address range. */
+static void set_up_capture(void)
 {
     use_glibc_backtrace = dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
     Dl_info info;
@@ -61,7 +62,7 @@ static void find_own_range(void)
 void gpucache_stack_capture_prepare(const void *self)
 {
     range_self = self;
-    pthread_once(&range_once, find_own_range);
+    pthread_once(&setup_once, set_up_capture);
     /* The cache is set up, and the first unwind done, here: outside every
      * lock of the allocation path. */
     void *warm[4];

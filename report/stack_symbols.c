@@ -29,7 +29,6 @@ struct gpucache_symbolizer {
      * mangled name (a C++ program may link it only as needed, and drop it);
      * then kept loaded, since libstdc++ cannot be unloaded safely. */
     char *(*demangle)(const char *, char *, size_t *, int *);
-    void *opened_libstdcxx;
     bool demangler_looked_up;
 };
 
@@ -62,9 +61,9 @@ static void find_demangler(struct gpucache_symbolizer *symbolizer)
     *(void **)&symbolizer->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     if (symbolizer->demangle)
         return;
-    symbolizer->opened_libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-    if (symbolizer->opened_libstdcxx)
-        *(void **)&symbolizer->demangle = dlsym(symbolizer->opened_libstdcxx, "__cxa_demangle");
+    void *libstdcxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (libstdcxx)
+        *(void **)&symbolizer->demangle = dlsym(libstdcxx, "__cxa_demangle");
 }
 
 static void free_frame(struct gpucache_frame *frame)

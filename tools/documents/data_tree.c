@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define CHUNK_VALUES 4096
 
 struct data_chunk {
@@ -139,32 +138,35 @@ void data_document_destroy(struct data_document *document)
     *document = (struct data_document){0};
 }
 
+/* Whether `value` is the string `text` of `length` bytes; most comparisons
+ * fail at the length or the first byte. */
+static inline bool string_equals(const struct data_value *value, const char *text, size_t length)
+{
+    return value && value->kind == DATA_STRING && value->text.length == length &&
+           (length == 0 || value->text.bytes[0] == text[0]) &&
+           memcmp(value->text.bytes, text, length) == 0;
+}
+
 const struct data_value *data_dict_get(const struct data_value *dict, const char *key)
 {
     if (!dict || dict->kind != DATA_DICT)
         return NULL;
-    /* Snapshot dicts hold a handful of keys: a scan that compares lengths
-     * first beats hashing them. */
+    /* Snapshot dicts hold a handful of keys: a scan with the key's length
+     * taken once beats hashing them. */
     size_t length = strlen(key);
-    for (size_t pair = dict->sequence.count; pair-- > 0;) {
-        const struct data_value *name = dict->sequence.items[2 * pair];
-        if (name->kind == DATA_STRING && name->text.length == length &&
-            (length == 0 || name->text.bytes[0] == key[0]) &&
-            memcmp(name->text.bytes, key, length) == 0)
+    for (size_t pair = dict->sequence.count; pair-- > 0;)
+        if (string_equals(dict->sequence.items[2 * pair], key, length))
             return dict->sequence.items[2 * pair + 1];
-    }
     return NULL;
 }
 
 bool data_string_is(const struct data_value *value, const char *text)
 {
-    if (!value || value->kind != DATA_STRING)
+    /* The first byte decides most comparisons: no strlen for those. */
+    if (value && value->kind == DATA_STRING && value->text.length > 0 &&
+        value->text.bytes[0] != text[0])
         return false;
-    /* Most comparisons fail at the first byte: no strlen for those. */
-    if (value->text.length == 0 || value->text.bytes[0] != text[0])
-        return value->text.length == 0 && text[0] == '\0';
-    return value->text.length == strlen(text) &&
-           memcmp(value->text.bytes, text, value->text.length) == 0;
+    return string_equals(value, text, strlen(text));
 }
 
 const char *data_kind_name(enum data_kind kind)

@@ -17,8 +17,6 @@ static const char *const known_actions[] = {
 
 static bool is_known_action(const struct data_value *action)
 {
-    if (!action || action->kind != DATA_STRING)
-        return false;
     for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
         if (data_string_is(action, known_actions[index]))
             return true;
@@ -37,22 +35,25 @@ struct place {
 
 #define PLACE_TEXT_SIZE 64
 
+/* Entries and blocks are named as the replay's reports name their events. */
 static const char *place_text(struct place place, char text[PLACE_TEXT_SIZE])
 {
+    struct replay_position position = {.major = (uint32_t)place.major,
+                                       .minor = (uint32_t)place.minor};
     switch (place.kind) {
     case PLACE_NAMED:
         return place.name;
-    case PLACE_TRACE_ENTRY:
-        snprintf(text, PLACE_TEXT_SIZE, "device_traces[%zu][%zu]", place.major, place.minor);
-        break;
     case PLACE_SEGMENT:
         snprintf(text, PLACE_TEXT_SIZE, "segments[%zu]", place.major);
+        return text;
+    case PLACE_TRACE_ENTRY:
+        position.origin = REPLAY_ORIGIN_TRACE_ENTRY;
         break;
     case PLACE_BLOCK:
-        snprintf(text, PLACE_TEXT_SIZE, "segments[%zu].blocks[%zu]", place.major, place.minor);
+        position.origin = REPLAY_ORIGIN_FINAL_BLOCK;
         break;
     }
-    return text;
+    return replay_position_format(position, text, PLACE_TEXT_SIZE);
 }
 
 /* read_fail with the place's name before the message. */
