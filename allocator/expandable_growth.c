@@ -4,6 +4,8 @@
  * lacks (with slack up to the segment's growth size), or a new segment; a
  * hit's best fit among expandable blocks prefers blocks that cannot grow,
  * keeping growable tails for requests that need them. */
+#include <stdlib.h>
+
 #include "expandable_internal.h"
 
 /* Whether growth for a request of (pool, stream, size) may use `segment`. */
@@ -95,6 +97,152 @@ static void detach_for_growth(struct gpucache_allocator *allocator,
     block->free_tick = 0;
 }
 
+/* The whole handles a growth may move in instead of creating handles
+ * (gpucache_expandable_segment_map_stitched), with the free block holding
+ * each and the spare structs that turning its pages into a hole takes. */
+struct stitch {
+    struct gpucache_expandable_source *sources;
+    struct block **owners;
+    struct block **spares; /* two per source */
+    size_t count;
+};
+
+static bool grow_stitch(struct stitch *stitch, size_t capacity)
+{
+    struct gpucache_expandable_source *sources =
+        reallocarray(stitch->sources, capacity, sizeof *sources);
+    if (sources == NULL)
+        return false;
+    stitch->sources = sources;
+    struct block **owners = reallocarray(stitch->owners, capacity, sizeof *owners);
+    if (owners == NULL)
+        return false;
+    stitch->owners = owners;
+    struct block **spares = reallocarray(stitch->spares, 2 * capacity, sizeof *spares);
+    if (spares == NULL)
+        return false;
+    stitch->spares = spares;
+    return true;
+}
+
+static void free_stitch(struct stitch *stitch)
+{
+    free(stitch->sources);
+    free(stitch->owners);
+    free(stitch->spares);
+}
+
+/* After the map, whether it succeeded or not: each source whose pages are
+ * no longer mapped (moved, or released by a failed return) becomes a hole
+ * in its free block. Sources of one block were collected in address order
+ * and are punched from the highest, so the block's struct still holds the
+ * lower ones. A source segment left with no mapped page is given back, as
+ * a release would. */
+static void finish_stitch(struct gpucache_allocator *allocator, struct stitch *stitch)
+{
+    for (size_t i = stitch->count; i-- > 0;) {
+        struct gpucache_expandable_source *source = &stitch->sources[i];
+        struct block *middle = stitch->spares[2 * i], *tail = stitch->spares[2 * i + 1];
+        if (gpucache_expandable_segment_page_mapped(source->segment, source->first_page)) {
+            block_store_give(allocator, middle);
+            block_store_give(allocator, tail);
+            continue;
+        }
+        struct block *owner = stitch->owners[i];
+        uint64_t hole_start = source->segment->base + source->first_page * source->segment->page_size;
+        uint64_t hole_end = hole_start + source->pages * source->segment->page_size;
+        struct segment *segment = owner->segment;
+        struct block *hole =
+            expandable_punch_hole(allocator, owner, hole_start, hole_end, middle, tail);
+        if (hole->address == segment->base && hole->size == segment->size)
+            expandable_destroy_segment(allocator, segment);
+    }
+    free_stitch(stitch);
+}
+
+static bool stitching_enabled(const struct gpucache_allocator *allocator)
+{
+    return allocator->config->expandable_segments_stitch;
+}
+
+/* Whether `block` lies in the growth's own run or next to it: those are
+ * what the growth joins, so none of their pages may move. */
+static bool near_run(const struct block *block, const struct block *start, uint64_t zone_end)
+{
+    if (block->segment != start->segment)
+        return false;
+    uint64_t zone_start = start->prev != NULL ? start->prev->address : start->address;
+    return block->address < zone_end && block_end(block) > zone_start;
+}
+
+/* Collects the sources for a growth of [start, start + size): the whole
+ * handles, no larger than the pages the growth lacks, of idle free blocks
+ * of the pool's expandable segments (no work of any stream can touch them,
+ * so moving them cannot race), in the free tree's order (by stream, then
+ * smallest first), until they cover what the growth lacks. The other pool
+ * is left alone: taking its pages made it grow back at once, and each move
+ * cut the blocks on both sides (BENCHMARKS.md). Host memory is taken here, before any driver
+ * call; without it the growth simply creates handles. */
+static void prepare_stitch(struct gpucache_allocator *allocator, const struct block *start,
+                           size_t size, struct stitch *stitch)
+{
+    *stitch = (struct stitch){0};
+    if (!stitching_enabled(allocator))
+        return;
+    const struct segment *segment = start->segment;
+    const struct gpucache_expandable_segment *target = state_of(segment)->pages;
+    size_t wanted = gpucache_expandable_segment_unmapped_pages(
+        target, start->address - segment->base, size);
+    if (wanted == 0)
+        return;
+    const struct block *last = start;
+    while (block_end(last) < start->address + size)
+        last = last->next;
+    uint64_t zone_end = last->next != NULL ? block_end(last->next) : block_end(last);
+    size_t found = 0, count = 0;
+    {
+        struct block *block;
+        RB_FOREACH(block, free_tree, &allocator->pools[segment->pool].free_blocks) {
+            if (found >= wanted)
+                break;
+            if (!in_expandable_segment(block) || near_run(block, start, zone_end) ||
+                !block_cleared(allocator, block))
+                continue;
+            struct gpucache_expandable_segment *pages = state_of(block->segment)->pages;
+            size_t offset = block->address - block->segment->base;
+            size_t first = 0, length = 0;
+            for (size_t from = 0; found < wanted &&
+                                  gpucache_expandable_segment_whole_handle(
+                                      pages, offset, block->size, from, &first, &length);
+                 from = first + length) {
+                if (length > wanted - found)
+                    continue;
+                if (count % 16 == 0 && !grow_stitch(stitch, count + 16)) {
+                    free_stitch(stitch);
+                    *stitch = (struct stitch){0};
+                    return;
+                }
+                stitch->sources[count] = (struct gpucache_expandable_source){
+                    .segment = pages, .first_page = first, .pages = length};
+                stitch->owners[count] = block;
+                count++;
+                found += length;
+            }
+        }
+    }
+    for (size_t i = 0; i < 2 * count; i++) {
+        stitch->spares[i] = block_store_take(allocator);
+        if (stitch->spares[i] == NULL) {
+            for (size_t j = 0; j < i; j++)
+                block_store_give(allocator, stitch->spares[j]);
+            free_stitch(stitch);
+            *stitch = (struct stitch){0};
+            return;
+        }
+    }
+    stitch->count = count;
+}
+
 /* segment_map events for what grow_run just mapped: the unmapped blocks of
  * the run (still marked so), cut to the pages touched, [.., map_end). */
 static void report_new_mappings(struct gpucache_allocator *allocator, const struct block *start,
@@ -128,11 +276,16 @@ static gpucache_result grow_run(struct gpucache_allocator *allocator, struct blo
     if (spare == NULL)
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     size_t offset = start->address - segment->base;
+    struct stitch stitch;
+    prepare_stitch(allocator, start, size, &stitch);
     struct gpucache_expandable_change change;
     gpucache_result result;
-    DRIVER_TIMED(allocator, result = gpucache_expandable_segment_map(pages, offset, size, &change));
-    /* A map first retries handles a refused release left behind. */
+    DRIVER_TIMED(allocator, result = gpucache_expandable_segment_map_stitched(
+                                pages, offset, size, stitch.sources, stitch.count, &change));
+    /* A map first retries handles a refused release left behind, and gives
+     * back a moved handle it could not return to its source. */
     allocator->stats.num_device_free += change.handles_released;
+    finish_stitch(allocator, &stitch);
     if (result != GPUCACHE_SUCCESS) {
         block_store_give(allocator, spare);
         return result;
@@ -240,6 +393,8 @@ gpucache_result expandable_acquire(struct gpucache_allocator *allocator,
                                         enum pool_kind pool, gpucache_stream stream,
                                         size_t rounded_size, struct block **out)
 {
+    if (stitching_enabled(allocator))
+        expandable_request_stitch_fences(allocator);
     struct block *start = find_run(allocator, pool, stream, rounded_size);
     struct segment *created = NULL;
     if (start == NULL) {

@@ -69,6 +69,16 @@ gpucache_result expandable_create_segment(struct gpucache_allocator *allocator,
         goto fail;
     RB_INIT(&state->unmapped);
     state->growth_size = growth_size;
+    switch (allocator->config->expandable_segments_handles) {
+    case GPUCACHE_HANDLES_GROWTH:
+        break;
+    case GPUCACHE_HANDLES_DOUBLING:
+        gpucache_expandable_segment_set_handle_plan(state->pages, growth_size / page_size, true);
+        break;
+    case GPUCACHE_HANDLES_PAGE:
+        gpucache_expandable_segment_set_handle_plan(state->pages, 1, false);
+        break;
+    }
     state->serves_size_class = in_size_class(allocator, pool, size);
     segment->base = state->pages->base;
     segment->size = reserve_size;

@@ -25,46 +25,12 @@ static struct block *merge_unmapped(struct gpucache_allocator *allocator,
     return block;
 }
 
-/* Unmaps the whole handles inside the free block `block`. Returns the bytes of
- * physical memory released. */
-static size_t release_block_pages(struct gpucache_allocator *allocator, struct block *block)
+struct block *expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
+                                   uint64_t hole_start, uint64_t hole_end, struct block *middle,
+                                   struct block *tail)
 {
     struct segment *segment = block->segment;
     struct expandable_state *state = state_of(segment);
-    struct gpucache_expandable_segment *pages = state->pages;
-    size_t page_size = pages->page_size;
-    size_t span_offset = 0, span_length = 0;
-    if (!gpucache_expandable_segment_releasable_span(pages, block->address - segment->base,
-                                                     block->size, &span_offset, &span_length))
-        return 0;
-    size_t first = span_offset / page_size;
-    size_t stop = (span_offset + span_length) / page_size;
-    struct block *middle = block_store_take(allocator);
-    struct block *tail = block_store_take(allocator);
-    if (middle == NULL || tail == NULL) {
-        if (middle != NULL)
-            block_store_give(allocator, middle);
-        if (tail != NULL)
-            block_store_give(allocator, tail);
-        return 0;
-    }
-    struct gpucache_expandable_change change;
-    DRIVER_TIMED(allocator,
-                 gpucache_expandable_segment_unmap(pages, span_offset, span_length, &change));
-    size_t released = change.released_bytes;
-    /* Handles go in address order and stop at the first failure, so what
-     * was unmapped is a prefix of the span. */
-    size_t unmapped_pages = 0;
-    while (first + unmapped_pages < stop &&
-           !gpucache_expandable_segment_page_mapped(pages, first + unmapped_pages))
-        unmapped_pages++;
-    if (unmapped_pages == 0) {
-        block_store_give(allocator, middle);
-        block_store_give(allocator, tail);
-        return released;
-    }
-    uint64_t hole_start = segment->base + first * page_size;
-    uint64_t hole_end = hole_start + unmapped_pages * page_size;
     uint64_t end = block_end(block);
     uint64_t gc_count_base = block->gc_count_base;
     /* Only the block and its free neighbours can change split state; free
@@ -123,10 +89,54 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
 
     stat_array_change(allocator->stats.reserved_bytes, segment->pool,
                       -(int64_t)(hole_end - hole_start));
-    allocator->stats.num_device_free += change.handles_released;
     emit_event(allocator, GPUCACHE_EVENT_SEGMENT_UNMAP, hole_start, hole_end - hole_start,
                segment->stream);
-    if (middle->address == segment->base && middle->size == segment->size)
+    return middle;
+}
+
+/* Unmaps the whole handles inside the free block `block`. Returns the bytes of
+ * physical memory released. */
+static size_t release_block_pages(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct segment *segment = block->segment;
+    struct expandable_state *state = state_of(segment);
+    struct gpucache_expandable_segment *pages = state->pages;
+    size_t page_size = pages->page_size;
+    size_t span_offset = 0, span_length = 0;
+    if (!gpucache_expandable_segment_releasable_span(pages, block->address - segment->base,
+                                                     block->size, &span_offset, &span_length))
+        return 0;
+    size_t first = span_offset / page_size;
+    size_t stop = (span_offset + span_length) / page_size;
+    struct block *middle = block_store_take(allocator);
+    struct block *tail = block_store_take(allocator);
+    if (middle == NULL || tail == NULL) {
+        if (middle != NULL)
+            block_store_give(allocator, middle);
+        if (tail != NULL)
+            block_store_give(allocator, tail);
+        return 0;
+    }
+    struct gpucache_expandable_change change;
+    DRIVER_TIMED(allocator,
+                 gpucache_expandable_segment_unmap(pages, span_offset, span_length, &change));
+    size_t released = change.released_bytes;
+    /* Handles go in address order and stop at the first failure, so what
+     * was unmapped is a prefix of the span. */
+    size_t unmapped_pages = 0;
+    while (first + unmapped_pages < stop &&
+           !gpucache_expandable_segment_page_mapped(pages, first + unmapped_pages))
+        unmapped_pages++;
+    if (unmapped_pages == 0) {
+        block_store_give(allocator, middle);
+        block_store_give(allocator, tail);
+        return released;
+    }
+    uint64_t hole_start = segment->base + first * page_size;
+    uint64_t hole_end = hole_start + unmapped_pages * page_size;
+    allocator->stats.num_device_free += change.handles_released;
+    struct block *hole = expandable_punch_hole(allocator, block, hole_start, hole_end, middle, tail);
+    if (hole->address == segment->base && hole->size == segment->size)
         expandable_destroy_segment(allocator, segment);
     return released;
 }
@@ -252,6 +262,24 @@ static void request_fences_for_busy_blocks(struct gpucache_allocator *allocator)
         if (state != NULL && state->oldest == NULL && state->fenced_tick < block->free_tick)
             epoch_close(allocator, state);
     }
+}
+
+void expandable_request_stitch_fences(struct gpucache_allocator *allocator)
+{
+    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE)
+        return;
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        struct block *block;
+        RB_FOREACH(block, free_tree, &allocator->pools[pool].free_blocks) {
+            if (block->stream == STREAM_RETIRED || !in_expandable_segment(block) ||
+                block_cleared(allocator, block) || !has_whole_handle(block))
+                continue;
+            struct stream_state *state = stream_state_find(allocator, block->stream, true);
+            if (state != NULL && state->oldest == NULL && state->fenced_tick < block->free_tick)
+                epoch_close(allocator, state);
+        }
+    }
+    epochs_process_completed(allocator);
 }
 
 size_t expandable_garbage_collect(struct gpucache_allocator *allocator, size_t target)

@@ -46,6 +46,14 @@ size_t expandable_release_free_pages(struct gpucache_allocator *allocator);
  * blocks are left alone. Returns the bytes unmapped. */
 size_t expandable_garbage_collect(struct gpucache_allocator *allocator, size_t target);
 
+/* Before a growth that may move handles (expandable_segments_stitch): one
+ * fence for each stream whose free blocks hold whole handles it may still
+ * be using (none while one is in flight), and the completed fences
+ * processed, so blocks the device is done with become movable without a
+ * wait. Never waits; does nothing under reuse:conservative, where a fence
+ * is a device synchronize. */
+void expandable_request_stitch_fences(struct gpucache_allocator *allocator);
+
 /* Reports a segment_unmap event for every mapped range of `segment`. */
 void expandable_report_unmapping(struct gpucache_allocator *allocator,
                                       const struct segment *segment);

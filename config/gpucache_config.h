@@ -35,6 +35,15 @@ enum gpucache_meminfo_mode {
     GPUCACHE_MEMINFO_RAW,
 };
 
+/* How an expandable segment cuts the pages a growth maps into physical
+ * handles: one per growth; doubling (the first as large as the least growth,
+ * each next one as large as all before it together); one per page. */
+enum gpucache_handle_plan {
+    GPUCACHE_HANDLES_GROWTH = 0,
+    GPUCACHE_HANDLES_DOUBLING,
+    GPUCACHE_HANDLES_PAGE,
+};
+
 enum gpucache_reserve_kind {
     GPUCACHE_RESERVE_DEFAULT = 0, /* 9/8 of device memory */
     GPUCACHE_RESERVE_FRACTION,    /* fraction of device memory */
@@ -99,6 +108,9 @@ struct gpucache_config {
     /* Large-pool requests of at least this many bytes grow expandable
      * segments of their own, apart from smaller ones; 0: one class. */
     uint64_t expandable_segments_size_class;
+    /* A growth moves whole idle handles in before it creates new ones. */
+    bool expandable_segments_stitch;
+    enum gpucache_handle_plan expandable_segments_handles;
     /* Output paths; empty string = not written. "stderr" is accepted for
      * report and summary. */
     char report_path[GPUCACHE_PATH_MAX];

@@ -241,13 +241,13 @@ static gpucache_result release_stale_handles(struct gpucache_expandable_segment 
     return GPUCACHE_SUCCESS;
 }
 
-/* Pages [first, stop) are a run of unmapped pages: one handle for all of
- * them, mapped in one call. Recorded in the tables only by the caller. */
-static gpucache_result map_run(struct gpucache_expandable_segment *segment, size_t first,
-                               size_t stop)
+/* Pages [first, first + pages) are unmapped: one new handle for them,
+ * mapped in one call. Recorded in the tables only by the caller. */
+static gpucache_result map_new_handle(struct gpucache_expandable_segment *segment, size_t first,
+                                      size_t pages)
 {
     const struct gpucache_driver *driver = segment->driver;
-    size_t bytes = (stop - first) * segment->page_size;
+    size_t bytes = pages * segment->page_size;
     gpucache_page_handle handle;
     gpucache_result result = driver->page_create(driver->context, segment->device, bytes,
                                                  &handle);
@@ -257,19 +257,180 @@ static gpucache_result map_run(struct gpucache_expandable_segment *segment, size
                               bytes, handle);
     if (result != GPUCACHE_SUCCESS) {
         if (driver->page_release(driver->context, segment->device, handle) != GPUCACHE_SUCCESS)
-            keep_failed_handle(segment, first, stop - first, handle, false);
+            keep_failed_handle(segment, first, pages, handle, false);
         return result;
     }
     segment->stats.driver_maps++;
     segment->handles[first] = handle;
-    segment->handle_pages[first] = stop - first;
+    segment->handle_pages[first] = pages;
     return GPUCACHE_SUCCESS;
 }
 
-/* Undoes the runs mapped by a failed map call: each run in [first, stop)
- * whose pages are not yet marked mapped, up to `undo_stop`. */
+void gpucache_expandable_segment_set_handle_plan(struct gpucache_expandable_segment *segment,
+                                                 size_t first_pages, bool doubling)
+{
+    segment->plan_first_pages = first_pages;
+    segment->plan_doubling = doubling;
+}
+
+/* Pages of the next handle of a run with `done` pages already backed and
+ * `left` still to back, by the segment's plan. */
+static size_t next_handle_pages(const struct gpucache_expandable_segment *segment, size_t done,
+                                size_t left)
+{
+    size_t first = segment->plan_first_pages;
+    if (first == 0)
+        return left;
+    size_t pages = segment->plan_doubling && done > first ? done : first;
+    if (pages >= left)
+        return left;
+    size_t after = segment->plan_doubling && done + pages > first ? done + pages : first;
+    return left - pages < after ? left : pages;
+}
+
+/* Backs the run of unmapped pages [first, stop) with new handles cut by the
+ * plan. On failure *reached is the first page not backed: the handles
+ * before it are the caller's to roll back. */
+static gpucache_result map_run(struct gpucache_expandable_segment *segment, size_t first,
+                               size_t stop, size_t *reached)
+{
+    for (size_t page = first; page < stop;) {
+        size_t pages = next_handle_pages(segment, page - first, stop - page);
+        gpucache_result result = map_new_handle(segment, page, pages);
+        if (result != GPUCACHE_SUCCESS) {
+            *reached = page;
+            return result;
+        }
+        page += pages;
+    }
+    *reached = stop;
+    return GPUCACHE_SUCCESS;
+}
+
+/* The source whose handle a stitched map moved to `page` of `segment`, or
+ * NULL. */
+static struct gpucache_expandable_source *moved_to(const struct gpucache_expandable_segment *segment,
+                                                   size_t page,
+                                                   struct gpucache_expandable_source *sources,
+                                                   size_t source_count)
+{
+    (void)segment;
+    for (size_t i = 0; i < source_count; i++)
+        if (sources[i].moved && sources[i].target_page == page)
+            return &sources[i];
+    return NULL;
+}
+
+/* Gives up the handle at `first` of its segment, just unmapped, to move it. */
+static void forget_moved_handle(struct gpucache_expandable_segment *segment, size_t first,
+                                size_t pages)
+{
+    bit_nclear(segment->mapped, first, first + pages - 1);
+    bit_nclear(segment->held, first, first + pages - 1);
+    bit_clear(segment->handle_start, first);
+    segment->stats.mapped_pages -= pages;
+    segment->stats.mapped_bytes -= pages * segment->page_size;
+    segment->stats.handles--;
+    segment->stats.handles_moved_out++;
+}
+
+/* Puts a moved handle, mapped nowhere now, back at pages [first, first +
+ * pages) of the segment it came from. When the driver refuses, the pages
+ * were free anyway: the handle is released (in *change), or, if even that
+ * is refused, kept by the segment as a handle to release later. */
+static void return_moved_handle(struct gpucache_expandable_segment *segment, size_t first,
+                                size_t pages, gpucache_page_handle handle,
+                                struct gpucache_expandable_change *change)
+{
+    const struct gpucache_driver *driver = segment->driver;
+    size_t bytes = pages * segment->page_size;
+    bool mapped = driver->page_map(driver->context, segment->device,
+                                   page_address(segment, first), bytes,
+                                   handle) == GPUCACHE_SUCCESS;
+    if (mapped && grant_access(segment, first, first + pages) == GPUCACHE_SUCCESS) {
+        segment->handles[first] = handle;
+        segment->handle_pages[first] = pages;
+        bit_nset(segment->mapped, first, first + pages - 1);
+        bit_nset(segment->held, first, first + pages - 1);
+        bit_set(segment->handle_start, first);
+        segment->stats.mapped_pages += pages;
+        segment->stats.mapped_bytes += bytes;
+        segment->stats.handles++;
+        segment->stats.handles_moved_out--;
+        return;
+    }
+    if (mapped) {
+        segment->stats.driver_unmaps++;
+        if (driver->page_unmap(driver->context, segment->device, page_address(segment, first),
+                               bytes) != GPUCACHE_SUCCESS) {
+            keep_failed_handle(segment, first, pages, handle, true);
+            return;
+        }
+    }
+    if (driver->page_release(driver->context, segment->device, handle) != GPUCACHE_SUCCESS) {
+        keep_failed_handle(segment, first, pages, handle, false);
+        return;
+    }
+    segment->stats.handles_released++;
+    change->handles_released++;
+    change->released_bytes += bytes;
+}
+
+/* Whether `source` is, right now, a whole mapped handle of a segment of the
+ * same device and page size, outside pages [first, stop) of `segment`. */
+static bool source_movable(const struct gpucache_expandable_segment *segment, size_t first,
+                           size_t stop, const struct gpucache_expandable_source *source)
+{
+    const struct gpucache_expandable_segment *from = source->segment;
+    size_t page = source->first_page;
+    if (from == NULL || source->moved || source->pages == 0 || page >= from->tracked_pages ||
+        from->device != segment->device || from->page_size != segment->page_size)
+        return false;
+    if (!handle_starts(from, page) || !page_mapped(from, page) || stale_mapping(from, page) ||
+        from->handle_pages[page] != source->pages)
+        return false;
+    return from != segment || page >= stop || page + source->pages <= first;
+}
+
+/* Unmaps the handle of `source` where it is and maps it at pages [page,
+ * page + source->pages) of `segment`, recorded in the tables there (bits
+ * only by the caller's commit). On failure the handle went back to its
+ * source or was given up as return_moved_handle says. */
+static gpucache_result move_handle(struct gpucache_expandable_segment *segment, size_t page,
+                                   struct gpucache_expandable_source *source,
+                                   struct gpucache_expandable_change *change)
+{
+    struct gpucache_expandable_segment *from = source->segment;
+    const struct gpucache_driver *driver = from->driver;
+    size_t first = source->first_page, pages = source->pages;
+    gpucache_page_handle handle = from->handles[first];
+    from->stats.driver_unmaps++;
+    gpucache_result result = driver->page_unmap(driver->context, from->device,
+                                                page_address(from, first),
+                                                pages * from->page_size);
+    if (result != GPUCACHE_SUCCESS)
+        return result;
+    forget_moved_handle(from, first, pages);
+    result = segment->driver->page_map(segment->driver->context, segment->device,
+                                       page_address(segment, page), pages * segment->page_size,
+                                       handle);
+    if (result != GPUCACHE_SUCCESS) {
+        return_moved_handle(from, first, pages, handle, change);
+        return result;
+    }
+    segment->handles[page] = handle;
+    segment->handle_pages[page] = pages;
+    source->moved = true;
+    source->target_page = page;
+    return GPUCACHE_SUCCESS;
+}
+
+/* Undoes the handles a failed map call mapped in [first, undo_stop) whose
+ * pages are not yet marked mapped: new ones are unmapped and released,
+ * moved ones go back to their sources. */
 static void roll_back_runs(struct gpucache_expandable_segment *segment, size_t first,
-                           size_t undo_stop)
+                           size_t undo_stop, struct gpucache_expandable_source *sources,
+                           size_t source_count, struct gpucache_expandable_change *change)
 {
     const struct gpucache_driver *driver = segment->driver;
     for (size_t page = first; page < undo_stop;) {
@@ -279,26 +440,81 @@ static void roll_back_runs(struct gpucache_expandable_segment *segment, size_t f
         }
         size_t pages = segment->handle_pages[page];
         gpucache_page_handle handle = segment->handles[page];
+        struct gpucache_expandable_source *source =
+            moved_to(segment, page, sources, source_count);
         segment->stats.driver_unmaps++;
-        if (driver->page_unmap(driver->context, segment->device, page_address(segment, page),
-                               pages * segment->page_size) != GPUCACHE_SUCCESS)
+        bool unmapped = driver->page_unmap(driver->context, segment->device,
+                                           page_address(segment, page),
+                                           pages * segment->page_size) == GPUCACHE_SUCCESS;
+        if (source != NULL) {
+            source->moved = false;
+            if (unmapped)
+                return_moved_handle(source->segment, source->first_page, pages, handle, change);
+            else /* it stays here, to be released with the next map over it */
+                keep_failed_handle(segment, page, pages, handle, true);
+        } else if (!unmapped) {
             keep_failed_handle(segment, page, pages, handle, true);
-        else if (driver->page_release(driver->context, segment->device, handle) !=
-                 GPUCACHE_SUCCESS)
+        } else if (driver->page_release(driver->context, segment->device, handle) !=
+                   GPUCACHE_SUCCESS) {
             keep_failed_handle(segment, page, pages, handle, false);
+        }
         page += pages;
     }
     segment->stats.rolled_back_maps++;
+}
+
+/* The first source, in order, that can move into a run with `room` pages
+ * left: NULL when none fits. */
+static struct gpucache_expandable_source *
+fitting_source(const struct gpucache_expandable_segment *segment, size_t first, size_t stop,
+               size_t room, struct gpucache_expandable_source *sources, size_t source_count)
+{
+    for (size_t i = 0; i < source_count; i++)
+        if (sources[i].pages <= room && source_movable(segment, first, stop, &sources[i]))
+            return &sources[i];
+    return NULL;
+}
+
+/* Backs the run of unmapped pages [first, stop): moved handles while one
+ * fits what is left, new handles for the rest. *reached as for map_run. */
+static gpucache_result stitch_run(struct gpucache_expandable_segment *segment, size_t first,
+                                  size_t stop, size_t range_first, size_t range_stop,
+                                  struct gpucache_expandable_source *sources,
+                                  size_t source_count, struct gpucache_expandable_change *change,
+                                  size_t *reached)
+{
+    size_t page = first;
+    for (struct gpucache_expandable_source *source;
+         page < stop && (source = fitting_source(segment, range_first, range_stop, stop - page,
+                                                 sources, source_count)) != NULL;) {
+        gpucache_result result = move_handle(segment, page, source, change);
+        if (result != GPUCACHE_SUCCESS) {
+            *reached = page;
+            return result;
+        }
+        page += source->pages;
+    }
+    return map_run(segment, page, stop, reached);
 }
 
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
                                                 size_t offset, size_t length,
                                                 struct gpucache_expandable_change *change)
 {
+    return gpucache_expandable_segment_map_stitched(segment, offset, length, NULL, 0, change);
+}
+
+gpucache_result gpucache_expandable_segment_map_stitched(
+    struct gpucache_expandable_segment *segment, size_t offset, size_t length,
+    struct gpucache_expandable_source *sources, size_t source_count,
+    struct gpucache_expandable_change *change)
+{
     struct gpucache_expandable_change ignored;
     if (change == NULL)
         change = &ignored;
     *change = (struct gpucache_expandable_change){0};
+    for (size_t i = 0; i < source_count; i++)
+        sources[i].moved = false;
     if (!range_valid(segment, offset, length))
         return GPUCACHE_ERROR_INVALID_VALUE;
     if (length == 0)
@@ -312,7 +528,7 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         return result;
 
     /* New state is committed to the bitmaps only at the end, so a failure
-     * can tell what this call created from what was there before. */
+     * can tell what this call mapped from what was there before. */
     size_t first_new = SIZE_MAX, stop_new = 0;
     for (size_t page = first; page < stop;) {
         if (page_mapped(segment, page)) {
@@ -322,10 +538,13 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         size_t run_stop = page + 1;
         while (run_stop < stop && !page_mapped(segment, run_stop))
             run_stop++;
-        result = map_run(segment, page, run_stop);
+        size_t reached = page;
+        result = stitch_run(segment, page, run_stop, first, stop, sources, source_count, change,
+                            &reached);
         if (result != GPUCACHE_SUCCESS) {
-            if (first_new != SIZE_MAX)
-                roll_back_runs(segment, first_new, page);
+            size_t undo_first = first_new != SIZE_MAX ? first_new : page;
+            if (reached > undo_first)
+                roll_back_runs(segment, undo_first, reached, sources, source_count, change);
             else
                 segment->stats.rolled_back_maps++;
             return result;
@@ -343,11 +562,10 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
      * run. */
     result = grant_access(segment, first_new, stop_new);
     if (result != GPUCACHE_SUCCESS) {
-        roll_back_runs(segment, first_new, stop_new);
+        roll_back_runs(segment, first_new, stop_new, sources, source_count, change);
         return result;
     }
-    size_t mapped_now = 0;
-    size_t handles_now = 0;
+    size_t mapped_now = 0, handles_now = 0, moved_now = 0, moved_pages = 0;
     for (size_t page = first_new; page < stop_new;) {
         if (page_mapped(segment, page)) {
             page++;
@@ -358,7 +576,12 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
         bit_nset(segment->held, page, page + pages - 1);
         bit_set(segment->handle_start, page);
         segment->stats.handles++;
-        handles_now++;
+        if (moved_to(segment, page, sources, source_count) != NULL) {
+            moved_now++;
+            moved_pages += pages;
+        } else {
+            handles_now++;
+        }
         mapped_now += pages;
         page += pages;
     }
@@ -368,8 +591,11 @@ gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segme
     if (stats->mapped_bytes > stats->peak_mapped_bytes)
         stats->peak_mapped_bytes = stats->mapped_bytes;
     stats->map_operations++;
+    stats->handles_moved_in += moved_now;
     change->mapped_bytes = mapped_now * segment->page_size;
     change->handles_created = handles_now;
+    change->handles_moved = moved_now;
+    change->moved_bytes = moved_pages * segment->page_size;
     return GPUCACHE_SUCCESS;
 }
 
@@ -502,6 +728,27 @@ bool gpucache_expandable_segment_releasable_span(
     *span_offset = first * segment->page_size;
     *span_length = (stop - first) * segment->page_size;
     return true;
+}
+
+bool gpucache_expandable_segment_whole_handle(const struct gpucache_expandable_segment *segment,
+                                              size_t offset, size_t length, size_t from_page,
+                                              size_t *first_page, size_t *pages)
+{
+    *first_page = 0;
+    *pages = 0;
+    if (!range_valid(segment, offset, length))
+        return false;
+    size_t first, stop;
+    whole_handle_pages(segment, offset, length, &first, &stop);
+    for (size_t page = next_handle_start(segment, from_page > first ? from_page : first, stop);
+         page < stop; page = next_handle_start(segment, page + 1, stop)) {
+        if (page_mapped(segment, page) && !stale_mapping(segment, page)) {
+            *first_page = page;
+            *pages = segment->handle_pages[page];
+            return true;
+        }
+    }
+    return false;
 }
 
 bool gpucache_expandable_segment_contains(const struct gpucache_expandable_segment *segment,

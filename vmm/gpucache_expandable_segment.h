@@ -42,6 +42,8 @@ struct gpucache_expandable_segment_stats {
     uint64_t handles_released; /* handles given back to the driver */
     uint64_t driver_unmaps;
     uint64_t driver_set_access;
+    uint64_t handles_moved_in;  /* handles a stitched map took from elsewhere */
+    uint64_t handles_moved_out; /* handles a stitched map took from here */
 };
 
 /* What one ..._map or ..._unmap call did to the driver's memory, filled in
@@ -54,6 +56,21 @@ struct gpucache_expandable_change {
      * a map that first releases handles a refused release left behind. */
     size_t handles_released;
     size_t released_bytes;
+    /* Stitched map: handles moved in from sources, and their bytes (part of
+     * mapped_bytes; 0 unless it succeeded). */
+    size_t handles_moved;
+    size_t moved_bytes;
+};
+
+/* A whole, mapped, free handle of some segment that a stitched map may move
+ * into the pages it backs instead of creating a handle: pages [first_page,
+ * first_page + pages) of `segment`. The map sets `moved` when it took it. */
+struct gpucache_expandable_source {
+    struct gpucache_expandable_segment *segment;
+    size_t first_page;
+    size_t pages;
+    bool moved;
+    size_t target_page; /* where the map put it, when moved */
 };
 
 /* Fields are read-only outside vmm/. Per page it keeps four bits (mapped,
@@ -80,6 +97,9 @@ struct gpucache_expandable_segment {
     size_t tracked_pages;          /* length of the two arrays above */
     int peers[GPUCACHE_EXPANDABLE_MAX_PEERS];
     size_t peer_count;
+    /* How runs are cut into handles (..._set_handle_plan). */
+    size_t plan_first_pages;
+    bool plan_doubling;
     struct gpucache_expandable_segment_stats stats;
 };
 
@@ -143,6 +163,34 @@ void gpucache_expandable_segment_abandon(struct gpucache_expandable_segment *seg
 gpucache_result gpucache_expandable_segment_map(struct gpucache_expandable_segment *segment,
                                                 size_t offset, size_t length,
                                                 struct gpucache_expandable_change *change);
+
+/* How later maps cut a run of unmapped pages into handles: one handle per
+ * run when `first_pages` is 0 (the default); else handles of `first_pages`
+ * pages, or, when `doubling`, each as large as all before it in the run
+ * together (first_pages, first_pages, 2 first_pages, ...); the last handle
+ * of a run takes the remainder too small for another. */
+void gpucache_expandable_segment_set_handle_plan(struct gpucache_expandable_segment *segment,
+                                                 size_t first_pages, bool doubling);
+
+/* As ..._map, but each run of unmapped pages is first filled with handles
+ * moved from `sources` (in their order, each that fits what is left of the
+ * run), unmapped there and mapped here, and only the rest is backed by new
+ * handles. Sources must be whole mapped handles outside the range. On a
+ * failure every moved handle goes back to its source, or, when the driver
+ * refuses that, is released (in *change) or kept as a handle of the source
+ * to release later; so a source's pages may end unmapped even on failure,
+ * and the caller reads them back with ..._page_mapped. */
+gpucache_result gpucache_expandable_segment_map_stitched(
+    struct gpucache_expandable_segment *segment, size_t offset, size_t length,
+    struct gpucache_expandable_source *sources, size_t source_count,
+    struct gpucache_expandable_change *change);
+
+/* The first mapped handle lying wholly inside [offset, offset + length)
+ * that starts at page `from_page` or later: true with its first page and
+ * length in pages, false when there is none. */
+bool gpucache_expandable_segment_whole_handle(const struct gpucache_expandable_segment *segment,
+                                              size_t offset, size_t length, size_t from_page,
+                                              size_t *first_page, size_t *pages);
 
 /* Unmaps and releases the handles lying wholly inside [offset, offset +
  * length), in address order, stopping at the first failure; a handle

@@ -17,7 +17,8 @@ KEYS = [
     "backend", "graph_capture_record_stream_reuse", "pinned_use_background_threads",
     "pinned_use_cuda_host_register", "pinned_num_register_threads",
     "pinned_reserve_segment_size_mb", "pinned_free_catch_all", "reuse", "passthrough",
-    "meminfo", "oom_message", "stacks", "expandable_segments_size_class_mb", "report", "summary", "trace",
+    "meminfo", "oom_message", "stacks", "expandable_segments_size_class_mb",
+    "expandable_segments_stitch", "expandable_segments_handles", "report", "summary", "trace",
     "trace_csv", "snapshot", "snapshot_signal",
 ]
 failures = []

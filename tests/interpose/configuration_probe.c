@@ -153,6 +153,15 @@ int main(int argc, char **argv)
     else if (strcmp(pattern, "size_classes") == 0) {
         allocate(30 * MiB);
         allocate(300 * MiB);
+    } else if (strcmp(pattern, "stitch") == 0) {
+        /* [40 | 40], the first freed, then 60 MiB: stitching moves the freed
+         * handles to the growth, so 20 MiB are created instead of 60. */
+        void *first = allocate(40 * MiB);
+        allocate(40 * MiB);
+        CHECK_CUDA(cudaFree(first));
+        allocate(60 * MiB);
+    } else if (strcmp(pattern, "sixty") == 0) {
+        CHECK_CUDA(cudaFree(allocate(60 * MiB)));
     } else if (strcmp(pattern, "keep_600") == 0) {
         void *large = NULL;
         cudaError_t error = cudaMalloc(&large, 600 * MiB);

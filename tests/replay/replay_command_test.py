@@ -258,12 +258,15 @@ def case_variable_shape(tool, workdir, _traces):
 
 
 def case_size_classes(tool, workdir, _traces):
-    """expandable_segments_size_class_mb: 512 MiB tensors freed and allocated
-    again while small ones come and go (the pattern of a recorded training
-    step). In one class the small tensors settle in the freed 512 MiB slots
-    and each new 512 MiB request grows the segment; with large requests in
-    segments of their own (the default, 256 MiB and up) the slots are reused
-    whole."""
+    """expandable_segments_size_class_mb and expandable_segments_stitch: 512
+    MiB tensors freed and allocated again while small ones come and go (the
+    pattern of a recorded training step). In PyTorch's single class the
+    small tensors settle in the freed 512 MiB slots and each new 512 MiB
+    request grows the segment; with large requests in segments of their own
+    (256 or 64 MiB and up) the slots are reused whole; with the defaults (one
+    class, stitching, doubling handles) the small tensors pin only the first
+    small handles of a freed slot, and the next 512 MiB growth moves the rest
+    of its handles in: the same peak as two classes, for more handles."""
     trace = CsvTrace()
     big = [0x7F0000000000 + i * 0x40000000 for i in range(4)]
     small = [0x7F8000000000 + i * 0x1000000 for i in range(8)]
@@ -272,23 +275,30 @@ def case_size_classes(tool, workdir, _traces):
         trace.free(big[0], 512 * MiB).allocate(small[step], 8 * MiB)
         trace.allocate(big[0], 512 * MiB)
     path = trace.write(os.path.join(workdir, "size_classes.csv"))
+    pytorch = "expandable_segments:True,expandable_segments_stitch:False," \
+              "expandable_segments_handles:growth"
     report = replay_json(tool, path,
-                         "--conf", "expandable_segments:True,expandable_segments_size_class_mb:0",
-                         "--conf", "expandable_segments:True",
-                         "--conf", "expandable_segments:True,expandable_segments_size_class_mb:64")
-    one_class, two_classes, threshold_64 = report["configurations"]
-    check(one_class["completed"] and two_classes["completed"] and threshold_64["completed"],
+                         "--conf", pytorch,
+                         "--conf", pytorch + ",expandable_segments_size_class_mb:256",
+                         "--conf", pytorch + ",expandable_segments_size_class_mb:64",
+                         "--conf", "expandable_segments:True")
+    one_class, two_classes, threshold_64, defaults = report["configurations"]
+    check(all(entry["completed"] for entry in report["configurations"]),
           "a configuration failed")
     check(stat(one_class, "reserved_bytes.all.peak") >= 3 * 512 * MiB,
           f"one class: reserved {stat(one_class, 'reserved_bytes.all.peak')}, expected a third "
           "slot because the small tensors cut the freed one")
     # Three 8 MiB tensors stay live: two growths of large_segment_size_mb.
-    for name, result in (("default", two_classes), ("64 MiB", threshold_64)):
+    for name, result in (("256 MiB", two_classes), ("64 MiB", threshold_64),
+                         ("defaults", defaults)):
         check(stat(result, "reserved_bytes.all.peak") == 2 * 512 * MiB + 40 * MiB,
-              f"two classes ({name}): reserved {stat(result, 'reserved_bytes.all.peak')}, "
+              f"{name}: reserved {stat(result, 'reserved_bytes.all.peak')}, "
               "expected two 512 MiB slots and two growths of 20 MiB")
+    check(stat(defaults, "num_device_alloc") > stat(two_classes, "num_device_alloc"),
+          "doubling handles cost more driver allocations")
     check(stat(two_classes, "allocated_bytes.all.peak") ==
-          stat(one_class, "allocated_bytes.all.peak"), "size classes changed what was allocated")
+          stat(one_class, "allocated_bytes.all.peak") ==
+          stat(defaults, "allocated_bytes.all.peak"), "the policies changed what was allocated")
     return 0
 
 

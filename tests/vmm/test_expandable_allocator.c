@@ -38,9 +38,12 @@ static void prepare(void)
     cr_assert_not_null(device);
     gpucache_config_defaults(&config);
     config.expandable_segments = true;
-    /* PyTorch's single class, whatever the default; the tests of size
-     * classes set their own threshold. */
+    /* PyTorch's expandable segments, whatever the defaults: one class, one
+     * handle per growth, no handle moved; the tests of size classes and of
+     * stitching set their own. */
     config.expandable_segments_size_class = 0;
+    config.expandable_segments_stitch = false;
+    config.expandable_segments_handles = GPUCACHE_HANDLES_GROWTH;
 }
 
 /* After the test has adjusted `config`. */
@@ -875,4 +878,141 @@ Test(vmm_growth, a_growth_over_a_hole_and_the_tail_makes_a_handle_per_run)
     cr_expect_eq(handles_created() - before, 2, "one handle for [0, 44), one for [64, 70)");
     cr_expect_eq(stats().num_device_alloc - allocations_before, 2);
     cr_expect_eq(reserved(), 70 * MiB);
+}
+
+/* ---- stitching (expandable_segments_stitch) */
+
+/* [a 40 | b 40] then a freed: a 60 MiB request grows past b and finds a's
+ * handle idle. */
+static void free_the_first_of_two(uint64_t *first, uint64_t *second)
+{
+    *first = allocate(40 * MiB);
+    *second = allocate(40 * MiB);
+    release(*first);
+}
+
+Test(vmm_allocator, stitching_moves_an_idle_handle_into_the_growth)
+{
+    config.expandable_segments_stitch = true;
+    start();
+    uint64_t first, second;
+    free_the_first_of_two(&first, &second);
+    unsigned long creates = handles_created();
+    uint64_t grown = allocate(60 * MiB);
+    cr_expect_eq(grown, second + 40 * MiB, "the growth lands after the live block");
+    cr_expect_eq(handles_created() - creates, 1, "only the 20 MiB the moved handle lacks");
+    cr_expect_eq(reserved(), 100 * MiB, "the freed 40 MiB serve the growth");
+    cr_expect_eq(accounting_driver_used_bytes(device), 100 * MiB);
+    cr_expect_eq(stats().num_device_alloc, 3);
+    expect_consistent();
+    /* The freed range is unmapped space now: a 40 MiB request maps it again. */
+    uint64_t again = allocate(40 * MiB);
+    cr_expect_eq(again, first);
+    cr_expect_eq(reserved(), 140 * MiB);
+    expect_consistent();
+}
+
+Test(vmm_allocator, without_stitching_the_growth_creates_what_it_maps)
+{
+    start();
+    uint64_t first, second;
+    free_the_first_of_two(&first, &second);
+    unsigned long creates = handles_created();
+    allocate(60 * MiB);
+    cr_expect_eq(handles_created() - creates, 1);
+    cr_expect_eq(reserved(), 140 * MiB, "the freed 40 MiB stay mapped where they were");
+    expect_consistent();
+}
+
+/* A block freed stream-ordered on a stream whose work is not done may still
+ * be touched by that work: its handle is not moved, and the growth asks for
+ * one fence so that a later growth can move it. */
+Test(vmm_allocator, stitching_moves_no_handle_the_device_may_still_use)
+{
+    config.expandable_segments_stitch = true;
+    start();
+    accounting_driver_hold_fences(device, true);
+    uint64_t first = allocate_on(40 * MiB, 1);
+    allocate_on(40 * MiB, 1);
+    cr_assert_eq(gpucache_allocator_free(allocator, first, GPUCACHE_FREE_STREAM_ORDERED, 1),
+                 GPUCACHE_SUCCESS);
+    unsigned long fences = accounting_driver_calls(device, ACCOUNTING_FENCE_STREAM);
+    allocate_on(60 * MiB, 1);
+    cr_expect_eq(reserved(), 140 * MiB, "busy: created, not moved");
+    cr_expect_gt(accounting_driver_calls(device, ACCOUNTING_FENCE_STREAM), fences,
+                 "a fence was asked for");
+    expect_consistent();
+    accounting_driver_complete_stream(device, 1);
+    allocate_on(40 * MiB, 1);
+    cr_expect_eq(reserved(), 140 * MiB, "done now: the next growth moves it");
+    expect_consistent();
+}
+
+/* Handles come only from the growth's own pool. */
+Test(vmm_allocator, stitching_leaves_the_other_pool_alone)
+{
+    config.expandable_segments_stitch = true;
+    config.expandable_segments_handles = GPUCACHE_HANDLES_PAGE;
+    start();
+    uint64_t small = allocate(512 * 1024);
+    allocate(40 * MiB);
+    release(small);
+    allocate(60 * MiB);
+    cr_expect_eq(stats().reserved_bytes[GPUCACHE_STAT_SMALL_POOL].current, 2 * MiB,
+                 "the small pool's free page stays");
+    expect_consistent();
+}
+
+/* Every VMM call of a stitched growth (the retry chain after a failure
+ * included) fails in turn, `repeat` calls at a time: the allocation fails
+ * or succeeds, the allocator stays consistent, and at the end nothing is
+ * left with the driver. */
+static void sweep_stitched_growth(enum accounting_operation operation, unsigned long repeat)
+{
+    const char *name = accounting_driver_operation_name(operation);
+    bool reached = true;
+    for (unsigned long nth = 1; reached; nth++) {
+        allocator = gpucache_allocator_create(&config, accounting_driver_interface(device), 0);
+        cr_assert_not_null(allocator);
+        uint64_t first, second;
+        free_the_first_of_two(&first, &second);
+        unsigned long before = accounting_driver_calls(device, operation);
+        accounting_driver_fail_call(device, operation, nth, repeat, GPUCACHE_ERROR_OUT_OF_MEMORY);
+        uint64_t address = 0;
+        gpucache_result result = gpucache_allocator_malloc(allocator, 60 * MiB, 0, &address);
+        reached = accounting_driver_calls(device, operation) - before >= nth;
+        /* Disarmed: armed so far ahead that no test reaches it. */
+        accounting_driver_fail_call(device, operation, 1UL << 40, 1, GPUCACHE_SUCCESS);
+        cr_expect(result == GPUCACHE_SUCCESS || result == GPUCACHE_ERROR_OUT_OF_MEMORY,
+                  "%s failing at call %lu: result %d", name, nth, (int)result);
+        char why[256];
+        cr_expect(gpucache_allocator_check(allocator, why, sizeof why),
+                  "%s failing at call %lu: %s", name, nth, why);
+        cr_expect_leq((uint64_t)reserved(), accounting_driver_used_bytes(device),
+                      "%s failing at call %lu: reserved memory is memory the driver holds", name,
+                      nth);
+        if (result == GPUCACHE_SUCCESS)
+            release(address);
+        release(second);
+        gpucache_allocator_synchronized(allocator, true, 0);
+        gpucache_allocator_empty_cache(allocator);
+        cr_expect_eq(reserved(), 0, "%s failing at call %lu: everything goes back", name, nth);
+        gpucache_allocator_destroy(allocator);
+        allocator = NULL;
+        cr_expect_eq(accounting_driver_used_bytes(device), 0, "%s failing at call %lu: leaked",
+                     name, nth);
+    }
+}
+
+Test(vmm_allocator, stitched_growth_survives_each_failing_vmm_call)
+{
+    config.expandable_segments_stitch = true;
+    static const enum accounting_operation operations[] = {
+        ACCOUNTING_PAGE_UNMAP, ACCOUNTING_PAGE_MAP, ACCOUNTING_SET_ACCESS,
+        ACCOUNTING_PAGE_CREATE, ACCOUNTING_PAGE_RELEASE};
+    for (size_t i = 0; i < sizeof operations / sizeof operations[0]; i++) {
+        sweep_stitched_growth(operations[i], 1);
+        /* Twice in a row: the handle cannot go back where it came from. */
+        sweep_stitched_growth(operations[i], 2);
+    }
 }

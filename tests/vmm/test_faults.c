@@ -109,7 +109,7 @@ static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls
         uint64_t injected = fixture_driver.injected_failures;
         uint64_t creates = fixture_driver.calls[VMM_TEST_PAGE_CREATE];
         vmm_test_driver_fail_call(&fixture_driver, operation, nth, GPUCACHE_ERROR_OUT_OF_MEMORY);
-        struct gpucache_expandable_change mapped = {99, 99, 99, 99};
+        struct gpucache_expandable_change mapped = {99, 99, 99, 99, 99, 99};
         cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, MIXED_MAP_OFFSET,
                                                      MIXED_MAP_LENGTH, &mapped),
                      GPUCACHE_ERROR_OUT_OF_MEMORY, "failure at call %llu",
@@ -132,7 +132,7 @@ static void sweep_map_failures(enum vmm_test_operation operation, uint64_t calls
                  operation == VMM_TEST_PAGE_RELEASE ? 0 : calls_in_map);
     prepare_mixed_segment();
     uint64_t calls_before = fixture_driver.calls[operation];
-    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0, 0, 0};
     cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, MIXED_MAP_OFFSET,
                                                  MIXED_MAP_LENGTH, &mapped),
                  GPUCACHE_SUCCESS, "the same map works once the driver does");
@@ -189,7 +189,7 @@ static void sweep_unmap_failures(enum vmm_test_operation operation)
             map_fixture_pages(handle_first_pages[i], handle_lengths[i]);
         cr_assert_eq(fixture_segment->stats.handles, HANDLE_COUNT);
         vmm_test_driver_fail_call(&fixture_driver, operation, nth, GPUCACHE_ERROR_INVALID_VALUE);
-        struct gpucache_expandable_change released = {99, 99, 99, 99};
+        struct gpucache_expandable_change released = {99, 99, 99, 99, 99, 99};
         cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, 0, 4 * P, &released),
                      GPUCACHE_ERROR_INVALID_VALUE, "failure at call %llu",
                      (unsigned long long)nth);

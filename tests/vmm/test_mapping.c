@@ -59,7 +59,7 @@ Test(vmm_mapping, create_reserves_whole_address_range)
 
 Test(vmm_mapping, map_covers_every_touched_page_with_one_handle)
 {
-    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0, 0, 0};
     struct call_counts before = calls_now();
     /* 16 MiB starting 10 MiB in touches pages 0 and 1. */
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 10 * MiB, 16 * MiB, &mapped),
@@ -83,7 +83,7 @@ Test(vmm_mapping, map_covers_every_touched_page_with_one_handle)
 Test(vmm_mapping, one_map_of_every_page_is_three_driver_calls)
 {
     struct call_counts before = calls_now();
-    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0, 0, 0};
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 0, FIXTURE_PAGES * P, &mapped),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(mapped.mapped_bytes, FIXTURE_PAGES * P);
@@ -102,7 +102,7 @@ Test(vmm_mapping, map_of_mapped_pages_does_nothing)
 {
     map_fixture_pages(0, 1);
     uint64_t calls = vmm_test_driver_total_calls(&fixture_driver);
-    struct gpucache_expandable_change mapped = {99, 99, 99, 99};
+    struct gpucache_expandable_change mapped = {99, 99, 99, 99, 99, 99};
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 4 * MiB, 8 * MiB, &mapped),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(mapped.mapped_bytes, 0);
@@ -119,7 +119,7 @@ Test(vmm_mapping, map_backs_each_unmapped_run_with_its_own_handle)
     gpucache_page_handle first_handle = fixture_segment->handles[0];
     gpucache_page_handle middle_handle = fixture_segment->handles[3];
     struct call_counts before = calls_now();
-    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0, 0, 0};
     /* From inside page 0 to inside page 6. */
     cr_assert_eq(gpucache_expandable_segment_map(fixture_segment, 10 * MiB, 6 * P, &mapped),
                  GPUCACHE_SUCCESS);
@@ -159,7 +159,7 @@ Test(vmm_mapping, map_outside_reservation_is_refused)
     cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, end, 1, NULL),
                  GPUCACHE_ERROR_INVALID_VALUE);
     cr_expect_eq(vmm_test_driver_total_calls(&fixture_driver), 1, "only the reservation");
-    struct gpucache_expandable_change mapped = {0, 0, 0, 0};
+    struct gpucache_expandable_change mapped = {0, 0, 0, 0, 0, 0};
     cr_expect_eq(gpucache_expandable_segment_map(fixture_segment, 0, end, &mapped),
                  GPUCACHE_SUCCESS, "the whole reservation fits");
     cr_expect_eq(mapped.mapped_bytes, end);
@@ -192,7 +192,7 @@ Test(vmm_mapping, unmap_of_part_of_a_handle_releases_nothing)
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         expect_nothing_releasable(ranges[i][0], ranges[i][1], "part of the handle");
         uint64_t calls = vmm_test_driver_total_calls(&fixture_driver);
-        struct gpucache_expandable_change released = {99, 99, 99, 99};
+        struct gpucache_expandable_change released = {99, 99, 99, 99, 99, 99};
         cr_expect_eq(gpucache_expandable_segment_unmap(fixture_segment, ranges[i][0],
                                                        ranges[i][1], &released),
                      GPUCACHE_SUCCESS);
@@ -219,7 +219,7 @@ Test(vmm_mapping, unmap_of_a_whole_handle_is_one_unmap_and_one_release)
     cr_expect_eq(span_offset, P);
     cr_expect_eq(span_length, 4 * P);
     struct call_counts before = calls_now();
-    struct gpucache_expandable_change released = {0, 0, 0, 0};
+    struct gpucache_expandable_change released = {0, 0, 0, 0, 0, 0};
     cr_assert_eq(gpucache_expandable_segment_unmap(fixture_segment, offset, length, &released),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(released.released_bytes, 4 * P, "what releasable_bytes announced");
@@ -252,7 +252,7 @@ Test(vmm_mapping, unmap_releases_only_whole_handles)
     cr_expect_eq(span_offset, 2 * P);
     cr_expect_eq(span_length, 3 * P);
     struct call_counts before = calls_now();
-    struct gpucache_expandable_change released = {0, 0, 0, 0};
+    struct gpucache_expandable_change released = {0, 0, 0, 0, 0, 0};
     cr_assert_eq(gpucache_expandable_segment_unmap(fixture_segment, offset, length, &released),
                  GPUCACHE_SUCCESS);
     cr_expect_eq(released.released_bytes, 3 * P);
@@ -287,7 +287,7 @@ Test(vmm_mapping, releasable_span_covers_unmapped_pages_between_handles)
     cr_expect_eq(span_offset, 0);
     cr_expect_eq(span_length, 4 * P);
     cr_expect_eq(gpucache_expandable_segment_releasable_bytes(fixture_segment, 0, 6 * P), 2 * P);
-    struct gpucache_expandable_change released = {0, 0, 0, 0};
+    struct gpucache_expandable_change released = {0, 0, 0, 0, 0, 0};
     cr_assert_eq(gpucache_expandable_segment_unmap(fixture_segment, span_offset, span_length,
                                                    &released),
                  GPUCACHE_SUCCESS);
