@@ -18,13 +18,28 @@
 /* The device count the registry has room for. */
 int device_count_limit(void);
 
-/* The current context and its device. False when no context is current. */
+/* The current context and its device. False when no context is current.
+ * The answer is kept per thread and the driver asked again only after a
+ * change the library sees (below). */
 bool device_of_current_context(const struct real_driver *driver, CUcontext *context,
                                int *device);
+/* The current context, or NULL; kept as device_of_current_context keeps it. */
+CUcontext device_current_context(const struct real_driver *driver);
 
 /* The device of a stream created in any context the library serves; -1
- * when it cannot be told. */
+ * when it cannot be told. Kept per thread until a stream is created or
+ * destroyed or a context changes. */
 int device_of_stream(const struct real_driver *driver, CUstream stream);
+
+/* The calling thread changed its current context (set, push, pop, create):
+ * its kept answer is dropped. */
+void device_current_context_changed(void);
+/* A context died or a device was bound or forgotten: every thread's kept
+ * answers, about contexts and streams, are dropped. */
+void device_contexts_changed(void);
+/* A stream was created or destroyed: every thread's stream answers are
+ * dropped (a handle value may come back naming another stream). */
+void device_streams_changed(void);
 
 /* The context the device is served in, or NULL. */
 CUcontext device_context(int device);

@@ -3,6 +3,7 @@
  * cache serves them, and every pointer it did not hand out goes to the real
  * driver, which keeps its exact error codes. */
 #include "alternative_backends.h"
+#include "capture_tracking.h"
 #include "device_allocators.h"
 #include "device_registry.h"
 #include "hook_support.h"
@@ -132,7 +133,7 @@ static CUresult allocate_async(const struct real_driver *driver,
     }
     /* Graph memory nodes must stay graph memory nodes: nothing on a
      * capturing stream is served from the cache. */
-    if (real_driver_stream_capturing(driver, stream, per_thread))
+    if (capture_tracking_stream_capturing(driver, stream, per_thread))
         return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     gpucache_stream token = stream_token(stream, per_thread);
     CUcontext context = NULL;
@@ -165,7 +166,7 @@ static CUresult free_async(const struct real_driver *driver,
     case HOOK_MODE_CACHE:
         break;
     }
-    if (real_driver_stream_capturing(driver, stream, per_thread))
+    if (capture_tracking_stream_capturing(driver, stream, per_thread))
         return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED,
                                                   stream_token(stream, per_thread));
