@@ -44,7 +44,7 @@ static pthread_rwlock_t stream_use_lock = PTHREAD_RWLOCK_INITIALIZER;
 static unsigned pool_generation = 1; /* atomic; 0 means never checked */
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 
-static __thread CUcontext thread_context __attribute__((tls_model("initial-exec")));
+__thread CUcontext device_allocating_thread_context __attribute__((tls_model("initial-exec")));
 
 /* The driver's answers the hot paths would otherwise ask for on every call,
  * each valid while its generation is current. Context generations change
@@ -55,6 +55,8 @@ static __thread CUcontext thread_context __attribute__((tls_model("initial-exec"
  * stream) and with the context generation's events. 0 is never current. */
 static unsigned context_generation = 1; /* atomic */
 static unsigned stream_generation = 1;  /* atomic */
+unsigned device_route_generation = 1;
+__thread unsigned device_thread_route_generation __attribute__((tls_model("initial-exec")));
 
 struct current_context_answer {
     unsigned generation;
@@ -94,30 +96,31 @@ int device_count_limit(void)
     return GPUCACHE_MAX_DEVICES;
 }
 
-void device_set_thread_context(CUcontext context)
-{
-    thread_context = context;
-}
 
-CUcontext device_thread_context(void)
+/* Never 0, which marks a route never found. */
+static void routes_changed(void)
 {
-    return thread_context;
+    if (__atomic_add_fetch(&device_route_generation, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_add_fetch(&device_route_generation, 1, __ATOMIC_ACQ_REL);
 }
 
 void device_current_context_changed(void)
 {
     current_context_answer.generation = 0;
+    device_thread_route_generation++;
 }
 
 void device_contexts_changed(void)
 {
     __atomic_add_fetch(&context_generation, 1, __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&stream_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
 }
 
 void device_streams_changed(void)
 {
     __atomic_add_fetch(&stream_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
 }
 
 /* The device of `current` as the driver tells it, or the registry when the
@@ -412,6 +415,7 @@ size_t device_peers(int owner, int *peers, size_t capacity)
 void device_pools_changed(void)
 {
     __atomic_add_fetch(&pool_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
 }
 
 bool device_uses_default_pool(const struct real_driver *driver, int device)

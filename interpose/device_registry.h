@@ -31,6 +31,31 @@ CUcontext device_current_context(const struct real_driver *driver);
  * destroyed or a context changes. */
 int device_of_stream(const struct real_driver *driver, CUstream stream);
 
+/* A stamp of everything that decides where this thread's allocation goes
+ * (current context, devices bound, streams, pools): a route found under a
+ * stamp stays right while the stamp is current. `shared` is never 0. */
+struct device_route_stamp {
+    unsigned shared;
+    unsigned thread;
+};
+extern unsigned device_route_generation; /* atomic */
+extern __thread unsigned device_thread_route_generation
+    __attribute__((tls_model("initial-exec")));
+
+/* The stamp now. */
+static inline struct device_route_stamp device_route_stamp_now(void)
+{
+    return (struct device_route_stamp){
+        __atomic_load_n(&device_route_generation, __ATOMIC_ACQUIRE),
+        device_thread_route_generation};
+}
+
+static inline bool device_route_stamp_equal(struct device_route_stamp a,
+                                            struct device_route_stamp b)
+{
+    return a.shared == b.shared && a.thread == b.thread;
+}
+
 /* The calling thread changed its current context (set, push, pop, create):
  * its kept answer is dropped. */
 void device_current_context_changed(void);
@@ -56,8 +81,16 @@ CUcontext device_registry_forget(int device);
 /* The context current on this thread while it allocates (set by
  * device_allocate), so that driver calls made meanwhile need not ask the
  * driver; NULL outside an allocation. */
-void device_set_thread_context(CUcontext context);
-CUcontext device_thread_context(void);
+extern __thread CUcontext device_allocating_thread_context
+    __attribute__((tls_model("initial-exec")));
+static inline void device_set_thread_context(CUcontext context)
+{
+    device_allocating_thread_context = context;
+}
+static inline CUcontext device_thread_context(void)
+{
+    return device_allocating_thread_context;
+}
 
 /* Records a stream the program created on `device`. */
 void device_stream_created(int device, CUstream stream, bool non_blocking);

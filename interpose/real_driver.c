@@ -13,6 +13,7 @@
 #include "log.h"
 
 static struct real_driver real;
+const struct real_driver *real_driver_resolved;
 
 enum load_state { NOT_LOADED = 0, LOADED, FAILED };
 static int load_state; /* enum load_state, accessed atomically */
@@ -184,6 +185,8 @@ static const struct real_driver *load(bool only_if_loaded)
         new_state = FAILED;
     }
     __atomic_store_n(&load_state, new_state, __ATOMIC_RELEASE);
+    if (new_state == LOADED)
+        __atomic_store_n(&real_driver_resolved, &real, __ATOMIC_RELEASE);
     loading_on_this_thread = false;
     pthread_mutex_unlock(&load_lock);
     if (new_state == LOADED)

@@ -98,6 +98,10 @@ struct real_driver {
  * see. With `only_if_loaded`, never loads libcuda itself. */
 const struct real_driver *real_driver_get(bool only_if_loaded);
 
+/* The real driver once resolved, else NULL (atomic): what every hook reads
+ * first, without a call. */
+extern const struct real_driver *real_driver_resolved;
+
 /* The real driver if already resolved, without any locking (for the
  * fork child and for hot paths that already went through real_driver_get). */
 const struct real_driver *real_driver_if_resolved(void);
