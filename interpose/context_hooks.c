@@ -1,7 +1,10 @@
-/* Context lifetime, peer access and pool selection. When a context dies
- * (cudaDeviceReset, the last primary-context release, cuCtxDestroy) the
- * driver frees its memory itself: the device's cache is forgotten, never
- * freed a second time. */
+/* Context lifetime, the current context, peer access and pool selection.
+ * When a context dies (cudaDeviceReset, the last primary-context release,
+ * cuCtxDestroy) the driver frees its memory itself: the device's cache is
+ * forgotten, never freed a second time. A thread's current context changes
+ * only through the calls hooked here (the runtime's cudaSetDevice and its
+ * lazy binding reach cuCtxSetCurrent through the resolver), so the answer
+ * the allocation hooks keep per thread is dropped at each of them. */
 #include "cuda_driver.h"
 #include "device_allocators.h"
 #include "device_registry.h"
@@ -34,13 +37,122 @@ static void forget_context_before_destroy(CUcontext ctx)
             forget_before_context_ends(dev);
 }
 
+/* After a call that may have ended a context: a handle kept by any thread
+ * may be dead, or its value reused for a new context. */
+static CUresult context_ended(CUresult result)
+{
+    device_contexts_changed();
+    return result;
+}
+
+/* After a call that changed (or may have changed) this thread's current
+ * context. */
+static CUresult current_context_changed(CUresult result)
+{
+    device_current_context_changed();
+    return result;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return current_context_changed(driver->ctx_set_current(ctx));
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_push_current_v1)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return current_context_changed(driver->ctx_push_current_v1(ctx));
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return current_context_changed(driver->ctx_push_current(ctx));
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_pop_current_v1)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return current_context_changed(driver->ctx_pop_current_v1(pctx));
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return current_context_changed(driver->ctx_pop_current(pctx));
+}
+
+/* A created context becomes current; its handle may be a dead one's. */
+static CUresult context_created(CUresult result)
+{
+    device_current_context_changed();
+    return context_ended(result);
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_create_v1)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return context_created(driver->ctx_create_v1(pctx, flags, dev));
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_create_v2)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return context_created(driver->ctx_create_v2(pctx, flags, dev));
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_create_v3)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return context_created(driver->ctx_create_v3(pctx, paramsArray, numParams, flags, dev));
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!driver->ctx_create_v4)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return context_created(driver->ctx_create_v4(pctx, ctxCreateParams, flags, dev));
+}
+
 CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
     const struct real_driver *driver = hook_driver();
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     forget_before_context_ends(dev);
-    return driver->primary_ctx_reset(dev);
+    return context_ended(driver->primary_ctx_reset(dev));
 }
 
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
@@ -49,7 +161,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     forget_before_context_ends(dev);
-    return driver->primary_ctx_reset_v2(dev);
+    return context_ended(driver->primary_ctx_reset_v2(dev));
 }
 
 /* A release destroys the primary context only when it was the last
@@ -70,7 +182,7 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     CUresult result = driver->primary_ctx_release(dev);
     if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         primary_context_released(driver, dev);
-    return result;
+    return context_ended(result);
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
@@ -81,7 +193,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     CUresult result = driver->primary_ctx_release_v2(dev);
     if (result == CUDA_SUCCESS && !hook_bypassed_after_fork())
         primary_context_released(driver, dev);
-    return result;
+    return context_ended(result);
 }
 
 CUresult cuCtxDestroy(CUcontext ctx)
@@ -90,7 +202,7 @@ CUresult cuCtxDestroy(CUcontext ctx)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     forget_context_before_destroy(ctx);
-    return driver->ctx_destroy(ctx);
+    return context_ended(driver->ctx_destroy(ctx));
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx)
@@ -99,7 +211,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     forget_context_before_destroy(ctx);
-    return driver->ctx_destroy_v2(ctx);
+    return context_ended(driver->ctx_destroy_v2(ctx));
 }
 
 /* The device of `context`, asked of the driver when the library does not

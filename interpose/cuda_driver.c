@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_tracking.h"
 #include "device_registry.h"
 #include "real_driver.h"
 #include "stream_tokens.h"
@@ -34,9 +35,12 @@ static CUresult enter_device_context(int device, struct context_scope *scope)
     CUcontext wanted = device_context(device);
     if (!wanted)
         return CUDA_ERROR_INVALID_CONTEXT;
+    /* The library never enters a context while inside another it entered,
+     * so the program's current context, as kept per thread, is the one
+     * current now. */
     CUcontext current = device_thread_context();
-    if (current != wanted && driver()->ctx_get_current(&current) != CUDA_SUCCESS)
-        current = NULL;
+    if (current != wanted)
+        current = device_current_context(driver());
     if (current == wanted)
         return CUDA_SUCCESS;
     CUresult result = driver()->ctx_push_current(wanted);
@@ -53,19 +57,29 @@ static void leave_device_context(struct context_scope *scope)
 }
 
 /* Our bookkeeping calls must not invalidate a capture the program runs in
- * another thread under the global capture mode. */
-static CUstreamCaptureMode enter_relaxed_capture_mode(void)
+ * another thread under the global capture mode. While no capture is in
+ * progress there is none to invalidate, and none can begin until
+ * leave_relaxed_capture_mode (capture_tracking_hold), so the mode is left
+ * as it is. */
+struct capture_mode_scope {
+    bool exchanged;
+    CUstreamCaptureMode previous;
+};
+
+static struct capture_mode_scope enter_relaxed_capture_mode(void)
 {
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (driver()->thread_exchange_capture_mode)
-        driver()->thread_exchange_capture_mode(&mode);
-    return mode;
+    struct capture_mode_scope scope = {false, CU_STREAM_CAPTURE_MODE_RELAXED};
+    capture_tracking_hold();
+    if (capture_tracking_any_in_progress() && driver()->thread_exchange_capture_mode)
+        scope.exchanged = driver()->thread_exchange_capture_mode(&scope.previous) == CUDA_SUCCESS;
+    return scope;
 }
 
-static void leave_relaxed_capture_mode(CUstreamCaptureMode previous)
+static void leave_relaxed_capture_mode(struct capture_mode_scope *scope)
 {
-    if (driver()->thread_exchange_capture_mode)
-        driver()->thread_exchange_capture_mode(&previous);
+    if (scope->exchanged)
+        driver()->thread_exchange_capture_mode(&scope->previous);
+    capture_tracking_release();
 }
 
 static gpucache_result device_alloc(void *context, int device, size_t size, uint64_t *address)
@@ -106,7 +120,7 @@ static gpucache_result memory_info(void *context, int device, size_t *free_bytes
 
 bool cuda_driver_capture_active(int device)
 {
-    if (!driver()->stream_is_capturing)
+    if (!driver()->stream_is_capturing || !capture_tracking_any_in_progress())
         return false;
     if (real_driver_stream_capturing(driver(), CU_STREAM_LEGACY, false))
         return true;
@@ -122,6 +136,8 @@ bool cuda_driver_capture_active(int device)
 static bool capture_active(void *context, int device)
 {
     (void)context;
+    if (!capture_tracking_any_in_progress())
+        return false;
     struct context_scope scope;
     if (enter_device_context(device, &scope) != CUDA_SUCCESS)
         return false;
@@ -176,9 +192,9 @@ static gpucache_result fence_stream(void *context, int device, gpucache_stream s
         leave_device_context(&scope);
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     }
-    CUstreamCaptureMode previous = enter_relaxed_capture_mode();
+    struct capture_mode_scope capture_mode = enter_relaxed_capture_mode();
     result = fence_record(fence, stream_handle(stream));
-    leave_relaxed_capture_mode(previous);
+    leave_relaxed_capture_mode(&capture_mode);
     leave_device_context(&scope);
     if (result != CUDA_SUCCESS) {
         fence_release(context, fence);
@@ -195,11 +211,6 @@ static gpucache_result fence_all_streams(void *context, int device, struct gpuca
     CUresult result = enter_device_context(device, &scope);
     if (result != CUDA_SUCCESS)
         return result;
-    if (cuda_driver_capture_active(device)) {
-        /* An event on the legacy stream would join the program's graph. */
-        leave_device_context(&scope);
-        return GPUCACHE_ERROR_NOT_READY;
-    }
     size_t count = 0;
     CUstream *streams = device_non_blocking_streams(device, &count);
     struct gpucache_fence *fence = fence_new(device, count + 1);
@@ -208,13 +219,20 @@ static gpucache_result fence_all_streams(void *context, int device, struct gpuca
         leave_device_context(&scope);
         return GPUCACHE_ERROR_OUT_OF_MEMORY;
     }
-    CUstreamCaptureMode previous = enter_relaxed_capture_mode();
-    /* The legacy stream orders after every blocking and per-thread default
-     * stream; non-blocking streams need their own event. */
-    result = fence_record(fence, CU_STREAM_LEGACY);
-    for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
-        result = fence_record(fence, streams[i]);
-    leave_relaxed_capture_mode(previous);
+    /* The capture check inside the capture mode's scope: no capture can
+     * begin between it and the records. */
+    struct capture_mode_scope capture_mode = enter_relaxed_capture_mode();
+    if (cuda_driver_capture_active(device)) {
+        /* An event on the legacy stream would join the program's graph. */
+        result = GPUCACHE_ERROR_NOT_READY;
+    } else {
+        /* The legacy stream orders after every blocking and per-thread
+         * default stream; non-blocking streams need their own event. */
+        result = fence_record(fence, CU_STREAM_LEGACY);
+        for (size_t i = 0; i < count && result == CUDA_SUCCESS; i++)
+            result = fence_record(fence, streams[i]);
+    }
+    leave_relaxed_capture_mode(&capture_mode);
     leave_device_context(&scope);
     free(streams);
     if (result != CUDA_SUCCESS) {

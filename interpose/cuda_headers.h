@@ -25,6 +25,10 @@
 #undef cuStreamDestroy
 #undef cuDevicePrimaryCtxRelease
 #undef cuDevicePrimaryCtxReset
+#undef cuCtxCreate
+#undef cuCtxPushCurrent
+#undef cuCtxPopCurrent
+#undef cuStreamBeginCapture
 
 #define GPUCACHE_EXPORT __attribute__((visibility("default")))
 

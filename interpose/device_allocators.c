@@ -65,7 +65,7 @@ void device_serving_allocators(struct library_reports_allocators *serving)
     }
 }
 
-void device_allocators_safe_point(void)
+void device_allocators_write_requested_snapshot(void)
 {
     if (!library_reports_take_snapshot_request())
         return;
@@ -123,6 +123,17 @@ gpucache_result device_free_anywhere(uint64_t address, enum gpucache_free_kind k
             return result;
     }
     return GPUCACHE_ALLOCATOR_NOT_OURS;
+}
+
+gpucache_result device_free_preferring(struct gpucache_allocator *likely, uint64_t address,
+                                       enum gpucache_free_kind kind, gpucache_stream stream)
+{
+    if (likely) {
+        gpucache_result result = gpucache_allocator_free(likely, address, kind, stream);
+        if (result != GPUCACHE_ALLOCATOR_NOT_OURS)
+            return result;
+    }
+    return device_free_anywhere(address, kind, stream);
 }
 
 struct gpucache_allocator *device_allocator_owning(uint64_t address, int *device)

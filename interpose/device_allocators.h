@@ -32,13 +32,21 @@ gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext 
  * allocator's result, or GPUCACHE_ALLOCATOR_NOT_OURS. */
 gpucache_result device_free_anywhere(uint64_t address, enum gpucache_free_kind kind,
                                      gpucache_stream stream);
+/* The same, asking `likely` (a live allocator, or NULL) first. */
+gpucache_result device_free_preferring(struct gpucache_allocator *likely, uint64_t address,
+                                       enum gpucache_free_kind kind, gpucache_stream stream);
 
 /* The allocator serving each device, for the reports. */
 void device_serving_allocators(struct library_reports_allocators *serving);
 
 /* Called by the hooks outside every lock: writes the snapshot the signal
- * asked for, if it did. Costs one load otherwise. */
-void device_allocators_safe_point(void);
+ * asked for, if it did. Costs one load otherwise (inline: every hook asks). */
+void device_allocators_write_requested_snapshot(void);
+static inline void device_allocators_safe_point(void)
+{
+    if (__atomic_load_n(&library_reports_snapshot_pending, __ATOMIC_RELAXED))
+        device_allocators_write_requested_snapshot();
+}
 
 /* The allocator that owns `address`, or NULL. */
 struct gpucache_allocator *device_allocator_owning(uint64_t address, int *device);

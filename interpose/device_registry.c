@@ -6,6 +6,7 @@
 #include "device_registry.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,38 @@ static pthread_rwlock_t stream_use_lock = PTHREAD_RWLOCK_INITIALIZER;
 static unsigned pool_generation = 1; /* atomic; 0 means never checked */
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 
-static __thread CUcontext thread_context __attribute__((tls_model("initial-exec")));
+__thread CUcontext device_allocating_thread_context __attribute__((tls_model("initial-exec")));
+
+/* The driver's answers the hot paths would otherwise ask for on every call,
+ * each valid while its generation is current. Context generations change
+ * whenever a context the answers could name dies or a device is bound or
+ * forgotten; the calling thread also drops its own answer when it changes
+ * its current context (context_hooks.c). Stream generations change whenever
+ * a stream is created or destroyed (a handle value may then name another
+ * stream) and with the context generation's events. 0 is never current. */
+static unsigned context_generation = 1; /* atomic */
+static unsigned stream_generation = 1;  /* atomic */
+unsigned device_route_generation = 1;
+__thread unsigned device_thread_route_generation __attribute__((tls_model("initial-exec")));
+
+struct current_context_answer {
+    unsigned generation;
+    CUcontext context;
+    int device;
+};
+static __thread struct current_context_answer current_context_answer
+    __attribute__((tls_model("initial-exec")));
+
+/* A few streams per thread, by handle bits: a thread rarely alternates
+ * between more streams than that in its allocations. */
+#define STREAM_ANSWERS 8
+struct stream_device_answer {
+    unsigned generation;
+    CUstream stream;
+    int device;
+};
+static __thread struct stream_device_answer stream_device_answers[STREAM_ANSWERS]
+    __attribute__((tls_model("initial-exec")));
 
 static void devices_initialise(void)
 {
@@ -64,17 +96,37 @@ int device_count_limit(void)
     return GPUCACHE_MAX_DEVICES;
 }
 
-void device_set_thread_context(CUcontext context)
+
+/* Never 0, which marks a route never found. */
+static void routes_changed(void)
 {
-    thread_context = context;
+    if (__atomic_add_fetch(&device_route_generation, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_add_fetch(&device_route_generation, 1, __ATOMIC_ACQ_REL);
 }
 
-CUcontext device_thread_context(void)
+void device_current_context_changed(void)
 {
-    return thread_context;
+    current_context_answer.generation = 0;
+    device_thread_route_generation++;
 }
 
-bool device_of_current_context(const struct real_driver *driver, CUcontext *context, int *device)
+void device_contexts_changed(void)
+{
+    __atomic_add_fetch(&context_generation, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&stream_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
+}
+
+void device_streams_changed(void)
+{
+    __atomic_add_fetch(&stream_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
+}
+
+/* The device of `current` as the driver tells it, or the registry when the
+ * library serves it. */
+static bool ask_device_of_current_context(const struct real_driver *driver, CUcontext *context,
+                                          int *device)
 {
     CUcontext current = NULL;
     if (driver->ctx_get_current(&current) != CUDA_SUCCESS || !current)
@@ -93,7 +145,31 @@ bool device_of_current_context(const struct real_driver *driver, CUcontext *cont
     return true;
 }
 
-int device_of_stream(const struct real_driver *driver, CUstream stream)
+bool device_of_current_context(const struct real_driver *driver, CUcontext *context, int *device)
+{
+    unsigned generation = __atomic_load_n(&context_generation, __ATOMIC_ACQUIRE);
+    if (current_context_answer.generation == generation) {
+        *context = current_context_answer.context;
+        *device = current_context_answer.device;
+        return true;
+    }
+    if (!ask_device_of_current_context(driver, context, device))
+        return false;
+    /* Read before the question: a change meanwhile leaves the answer stale. */
+    current_context_answer = (struct current_context_answer){generation, *context, *device};
+    return true;
+}
+
+CUcontext device_current_context(const struct real_driver *driver)
+{
+    CUcontext context = NULL;
+    int device;
+    return device_of_current_context(driver, &context, &device) ? context : NULL;
+}
+
+/* The registry's answer or, for a stream the library did not see created,
+ * the driver's. */
+static int ask_device_of_stream(const struct real_driver *driver, CUstream stream)
 {
     pthread_once(&devices_once, devices_initialise);
     for (int i = 0; i < GPUCACHE_MAX_DEVICES; i++) {
@@ -119,6 +195,19 @@ int device_of_stream(const struct real_driver *driver, CUstream stream)
     return -1;
 }
 
+int device_of_stream(const struct real_driver *driver, CUstream stream)
+{
+    unsigned generation = __atomic_load_n(&stream_generation, __ATOMIC_ACQUIRE);
+    /* Handles are aligned pointers: the bits above the alignment spread. */
+    struct stream_device_answer *answer =
+        &stream_device_answers[((uintptr_t)stream >> 4) % STREAM_ANSWERS];
+    if (answer->generation == generation && answer->stream == stream)
+        return answer->device;
+    int device = ask_device_of_stream(driver, stream);
+    *answer = (struct stream_device_answer){generation, stream, device};
+    return device;
+}
+
 CUcontext device_context(int device)
 {
     struct device_entry *state = device_get(device);
@@ -133,6 +222,7 @@ void device_set_context(int device, CUcontext context)
     pthread_mutex_lock(&state->lock);
     __atomic_store_n(&state->context, context, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&state->lock);
+    device_contexts_changed();
 }
 
 CUcontext device_registry_forget(int device)
@@ -152,6 +242,7 @@ CUcontext device_registry_forget(int device)
     CUcontext served = state->context;
     __atomic_store_n(&state->context, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&state->lock);
+    device_contexts_changed();
     return served;
 }
 
@@ -324,6 +415,7 @@ size_t device_peers(int owner, int *peers, size_t capacity)
 void device_pools_changed(void)
 {
     __atomic_add_fetch(&pool_generation, 1, __ATOMIC_ACQ_REL);
+    routes_changed();
 }
 
 bool device_uses_default_pool(const struct real_driver *driver, int device)

@@ -18,13 +18,53 @@
 /* The device count the registry has room for. */
 int device_count_limit(void);
 
-/* The current context and its device. False when no context is current. */
+/* The current context and its device. False when no context is current.
+ * The answer is kept per thread and the driver asked again only after a
+ * change the library sees (below). */
 bool device_of_current_context(const struct real_driver *driver, CUcontext *context,
                                int *device);
+/* The current context, or NULL; kept as device_of_current_context keeps it. */
+CUcontext device_current_context(const struct real_driver *driver);
 
 /* The device of a stream created in any context the library serves; -1
- * when it cannot be told. */
+ * when it cannot be told. Kept per thread until a stream is created or
+ * destroyed or a context changes. */
 int device_of_stream(const struct real_driver *driver, CUstream stream);
+
+/* A stamp of everything that decides where this thread's allocation goes
+ * (current context, devices bound, streams, pools): a route found under a
+ * stamp stays right while the stamp is current. `shared` is never 0. */
+struct device_route_stamp {
+    unsigned shared;
+    unsigned thread;
+};
+extern unsigned device_route_generation; /* atomic */
+extern __thread unsigned device_thread_route_generation
+    __attribute__((tls_model("initial-exec")));
+
+/* The stamp now. */
+static inline struct device_route_stamp device_route_stamp_now(void)
+{
+    return (struct device_route_stamp){
+        __atomic_load_n(&device_route_generation, __ATOMIC_ACQUIRE),
+        device_thread_route_generation};
+}
+
+static inline bool device_route_stamp_equal(struct device_route_stamp a,
+                                            struct device_route_stamp b)
+{
+    return a.shared == b.shared && a.thread == b.thread;
+}
+
+/* The calling thread changed its current context (set, push, pop, create):
+ * its kept answer is dropped. */
+void device_current_context_changed(void);
+/* A context died or a device was bound or forgotten: every thread's kept
+ * answers, about contexts and streams, are dropped. */
+void device_contexts_changed(void);
+/* A stream was created or destroyed: every thread's stream answers are
+ * dropped (a handle value may come back naming another stream). */
+void device_streams_changed(void);
 
 /* The context the device is served in, or NULL. */
 CUcontext device_context(int device);
@@ -41,8 +81,16 @@ CUcontext device_registry_forget(int device);
 /* The context current on this thread while it allocates (set by
  * device_allocate), so that driver calls made meanwhile need not ask the
  * driver; NULL outside an allocation. */
-void device_set_thread_context(CUcontext context);
-CUcontext device_thread_context(void);
+extern __thread CUcontext device_allocating_thread_context
+    __attribute__((tls_model("initial-exec")));
+static inline void device_set_thread_context(CUcontext context)
+{
+    device_allocating_thread_context = context;
+}
+static inline CUcontext device_thread_context(void)
+{
+    return device_allocating_thread_context;
+}
 
 /* Records a stream the program created on `device`. */
 void device_stream_created(int device, CUstream stream, bool non_blocking);

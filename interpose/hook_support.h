@@ -13,7 +13,8 @@
  * then answers CUDA_ERROR_NOT_INITIALIZED). */
 static inline const struct real_driver *hook_driver(void)
 {
-    return real_driver_get(false);
+    const struct real_driver *resolved = __atomic_load_n(&real_driver_resolved, __ATOMIC_ACQUIRE);
+    return resolved ? resolved : real_driver_get(false);
 }
 
 /* True when the library must not touch the call at all: in a child forked

@@ -16,6 +16,21 @@ GPUCACHE_EXPORT CUresult cuStreamDestroy(CUstream hStream);
 GPUCACHE_EXPORT CUresult cuCtxDestroy(CUcontext ctx);
 GPUCACHE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
 GPUCACHE_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+GPUCACHE_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
+GPUCACHE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+GPUCACHE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                        int numParams, unsigned int flags, CUdevice dev);
+GPUCACHE_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx);
+GPUCACHE_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx);
+GPUCACHE_EXPORT CUresult cuStreamBeginCapture(CUstream hStream);
+GPUCACHE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
+GPUCACHE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+GPUCACHE_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                          const CUgraphNode *dependencies,
+                                                          const CUgraphEdgeData *dependencyData,
+                                                          size_t numDependencies,
+                                                          CUstreamCaptureMode mode);
+GPUCACHE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
 
 /* The runtime's entry-point lookups (shared libcudart.so.13 exports). */
 GPUCACHE_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,

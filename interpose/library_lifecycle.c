@@ -9,13 +9,13 @@
 #include "gpucache_config.h"
 #include "signal_hooks.h"
 
-static bool forked_after_activation;
+bool library_forked_after_activation;
 
 static void child_after_fork(void)
 {
     /* Only a store: the child may run with locks that other parent threads
      * held, and it must not touch any of the inherited state. */
-    __atomic_store_n(&forked_after_activation, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&library_forked_after_activation, true, __ATOMIC_RELEASE);
 }
 
 void library_lifecycle_activated(void)
@@ -23,11 +23,6 @@ void library_lifecycle_activated(void)
     static bool registered;
     if (!__atomic_exchange_n(&registered, true, __ATOMIC_ACQ_REL))
         pthread_atfork(NULL, NULL, child_after_fork);
-}
-
-bool library_bypassed_after_fork(void)
-{
-    return __atomic_load_n(&forked_after_activation, __ATOMIC_ACQUIRE);
 }
 
 const struct gpucache_config *library_config(void)

@@ -12,8 +12,13 @@ struct gpucache_config;
 void library_lifecycle_activated(void);
 
 /* True in a child forked after the parent used CUDA: every hook then goes
- * straight to the driver, because CUDA state does not survive fork. */
-bool library_bypassed_after_fork(void);
+ * straight to the driver, because CUDA state does not survive fork. Inline:
+ * every hook asks. */
+extern bool library_forked_after_activation; /* atomic */
+static inline bool library_bypassed_after_fork(void)
+{
+    return __atomic_load_n(&library_forked_after_activation, __ATOMIC_ACQUIRE);
+}
 
 /* The configuration the library was loaded with. */
 const struct gpucache_config *library_config(void);

@@ -39,7 +39,7 @@ static size_t stack_depth;
 static struct gpucache_bypass_counts bypass_counts;
 /* Set by the signal handler (a lock-free atomic store is async-signal-safe),
  * taken by exactly one hook. */
-static int snapshot_requested;
+int library_reports_snapshot_pending;
 static unsigned oom_snapshots;
 static unsigned signal_snapshots;
 
@@ -50,7 +50,7 @@ static bool events_wanted(const struct gpucache_config *config)
 
 void library_reports_snapshot_requested(void)
 {
-    __atomic_store_n(&snapshot_requested, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&library_reports_snapshot_pending, 1, __ATOMIC_RELAXED);
 }
 
 static void create_event_log(void)
@@ -236,8 +236,8 @@ void library_reports_out_of_memory(struct gpucache_allocator *allocator, size_t 
 
 bool library_reports_take_snapshot_request(void)
 {
-    return __atomic_load_n(&snapshot_requested, __ATOMIC_RELAXED) &&
-           __atomic_exchange_n(&snapshot_requested, 0, __ATOMIC_ACQ_REL);
+    return __atomic_load_n(&library_reports_snapshot_pending, __ATOMIC_RELAXED) &&
+           __atomic_exchange_n(&library_reports_snapshot_pending, 0, __ATOMIC_ACQ_REL);
 }
 
 void library_reports_signal_snapshot(const struct library_reports_allocators *serving)

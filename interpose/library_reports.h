@@ -40,6 +40,8 @@ void library_reports_snapshot_requested(void);
 /* True once per snapshot signal, for the caller that is to write it. Costs
  * one load when no signal arrived. */
 bool library_reports_take_snapshot_request(void);
+/* Nonzero while a snapshot signal waits for its safe point (atomic). */
+extern int library_reports_snapshot_pending;
 
 /* Writes the snapshot the signal asked for (named with -signal-N). */
 void library_reports_signal_snapshot(const struct library_reports_allocators *serving);

@@ -3,6 +3,7 @@
  * cache serves them, and every pointer it did not hand out goes to the real
  * driver, which keeps its exact error codes. */
 #include "alternative_backends.h"
+#include "capture_tracking.h"
 #include "device_allocators.h"
 #include "device_registry.h"
 #include "hook_support.h"
@@ -23,6 +24,29 @@
 /* Not a bypass worth counting (a NULL pointer argument: the driver
  * answers with its error). */
 #define BYPASS_UNCOUNTED GPUCACHE_BYPASS_REASON_COUNT
+
+/* Where this thread's last allocation of a kind went, valid while its stamp
+ * is current (device_route_stamp_now): found once, not asked of the driver
+ * and the registry for every call. */
+struct allocation_route {
+    struct device_route_stamp stamp; /* stamp.shared == 0: none yet */
+    CUstream stream;
+    bool per_thread;
+    gpucache_stream token;
+    CUcontext context;
+    struct gpucache_allocator *allocator;
+};
+static __thread struct allocation_route synchronous_route
+    __attribute__((tls_model("initial-exec")));
+static __thread struct allocation_route async_route __attribute__((tls_model("initial-exec")));
+
+/* The route's allocator if the route is still current, else NULL: the
+ * allocator a free on this thread most likely returns to. */
+static struct gpucache_allocator *current_route_allocator(const struct allocation_route *route)
+{
+    return device_route_stamp_equal(route->stamp, device_route_stamp_now()) ? route->allocator
+                                                                            : NULL;
+}
 
 /* Counts a call the driver served untouched; returns its result. */
 static CUresult bypassed(CUresult result, enum gpucache_bypass_reason reason)
@@ -49,17 +73,23 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     case HOOK_MODE_CACHE:
         break;
     }
-    CUcontext context;
-    int device;
-    struct gpucache_allocator *allocator = NULL;
-    if (device_of_current_context(driver, &context, &device))
-        allocator = device_allocator_for(device, context);
-    if (!allocator)
-        return bypassed(driver->mem_alloc_v2(dptr, bytesize), GPUCACHE_BYPASS_NO_ALLOCATOR);
+    struct allocation_route *route = &synchronous_route;
+    struct device_route_stamp now = device_route_stamp_now();
+    if (!device_route_stamp_equal(route->stamp, now)) {
+        CUcontext context;
+        int device;
+        struct gpucache_allocator *allocator = NULL;
+        if (device_of_current_context(driver, &context, &device))
+            allocator = device_allocator_for(device, context);
+        if (!allocator)
+            return bypassed(driver->mem_alloc_v2(dptr, bytesize), GPUCACHE_BYPASS_NO_ALLOCATOR);
+        *route = (struct allocation_route){.stamp = now, .context = context,
+                                           .allocator = allocator};
+    }
     uint64_t address = 0;
     /* Memory from cuMemAlloc may be used on any stream at once. */
-    gpucache_result result =
-        device_allocate(allocator, context, bytesize, SYNCHRONOUS_ALLOCATION_STREAM, &address);
+    gpucache_result result = device_allocate(route->allocator, route->context, bytesize,
+                                             SYNCHRONOUS_ALLOCATION_STREAM, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;
@@ -82,7 +112,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     case HOOK_MODE_CACHE:
         break;
     }
-    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
+    gpucache_result result = device_free_preferring(current_route_allocator(&synchronous_route),
+                                                    dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
         return bypassed(driver->mem_free_v2(dptr), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
@@ -132,17 +163,24 @@ static CUresult allocate_async(const struct real_driver *driver,
     }
     /* Graph memory nodes must stay graph memory nodes: nothing on a
      * capturing stream is served from the cache. */
-    if (real_driver_stream_capturing(driver, stream, per_thread))
+    if (capture_tracking_stream_capturing(driver, stream, per_thread))
         return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
-    gpucache_stream token = stream_token(stream, per_thread);
-    CUcontext context = NULL;
-    enum gpucache_bypass_reason reason;
-    struct gpucache_allocator *allocator =
-        allocator_for_stream(driver, token, stream, &context, &reason);
-    if (!allocator)
-        return bypassed(real_alloc_async(dptr, bytesize, stream), reason);
+    struct allocation_route *route = &async_route;
+    struct device_route_stamp now = device_route_stamp_now();
+    if (!device_route_stamp_equal(route->stamp, now) || route->stream != stream ||
+        route->per_thread != per_thread) {
+        gpucache_stream token = stream_token(stream, per_thread);
+        CUcontext context = NULL;
+        enum gpucache_bypass_reason reason;
+        struct gpucache_allocator *allocator =
+            allocator_for_stream(driver, token, stream, &context, &reason);
+        if (!allocator)
+            return bypassed(real_alloc_async(dptr, bytesize, stream), reason);
+        *route = (struct allocation_route){now, stream, per_thread, token, context, allocator};
+    }
     uint64_t address = 0;
-    gpucache_result result = device_allocate(allocator, context, bytesize, token, &address);
+    gpucache_result result =
+        device_allocate(route->allocator, route->context, bytesize, route->token, &address);
     if (result == GPUCACHE_SUCCESS)
         *dptr = (CUdeviceptr)address;
     return (CUresult)result;
@@ -165,10 +203,15 @@ static CUresult free_async(const struct real_driver *driver,
     case HOOK_MODE_CACHE:
         break;
     }
-    if (real_driver_stream_capturing(driver, stream, per_thread))
+    if (capture_tracking_stream_capturing(driver, stream, per_thread))
         return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
-    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED,
-                                                  stream_token(stream, per_thread));
+    const struct allocation_route *route = &async_route;
+    struct gpucache_allocator *likely = current_route_allocator(route);
+    gpucache_stream token = likely && route->stream == stream && route->per_thread == per_thread
+                                ? route->token
+                                : stream_token(stream, per_thread);
+    gpucache_result result =
+        device_free_preferring(likely, dptr, GPUCACHE_FREE_STREAM_ORDERED, token);
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
         return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;

@@ -13,6 +13,7 @@
 #include "log.h"
 
 static struct real_driver real;
+const struct real_driver *real_driver_resolved;
 
 enum load_state { NOT_LOADED = 0, LOADED, FAILED };
 static int load_state; /* enum load_state, accessed atomically */
@@ -68,11 +69,31 @@ static struct entry_point entry_points[] = {
     HOOKED(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, 0, ctx_enable_peer_access),
     HOOKED(cuDeviceSetMemPool, cuDeviceSetMemPool, 11020, 0, device_set_mem_pool),
     HOOKED(cuMemSetMemPool, cuMemSetMemPool, 13000, 0, mem_set_mem_pool),
+    HOOKED(cuCtxSetCurrent, cuCtxSetCurrent, 4000, 0, ctx_set_current),
+    HOOKED(cuCtxPushCurrent, cuCtxPushCurrent, 2000, 0, ctx_push_current_v1),
+    HOOKED(cuCtxPushCurrent_v2, cuCtxPushCurrent, 4000, 0, ctx_push_current),
+    HOOKED(cuCtxPopCurrent, cuCtxPopCurrent, 2000, 0, ctx_pop_current_v1),
+    HOOKED(cuCtxPopCurrent_v2, cuCtxPopCurrent, 4000, 0, ctx_pop_current),
+    HOOKED(cuCtxCreate, cuCtxCreate, 2000, 0, ctx_create_v1),
+    HOOKED(cuCtxCreate_v2, cuCtxCreate, 3020, 0, ctx_create_v2),
+    HOOKED(cuCtxCreate_v3, cuCtxCreate, 11040, 0, ctx_create_v3),
+    HOOKED(cuCtxCreate_v4, cuCtxCreate, 12050, 0, ctx_create_v4),
+    HOOKED(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0, stream_begin_capture),
+    HOOKED(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000, PER_THREAD,
+           stream_begin_capture_ptsz),
+    HOOKED(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0, stream_begin_capture_v2),
+    HOOKED(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, PER_THREAD,
+           stream_begin_capture_v2_ptsz),
+    HOOKED(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, 0,
+           stream_begin_capture_to_graph),
+    HOOKED(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, PER_THREAD,
+           stream_begin_capture_to_graph_ptsz),
+    HOOKED(cuStreamEndCapture, cuStreamEndCapture, 10000, 0, stream_end_capture),
+    HOOKED(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000, PER_THREAD,
+           stream_end_capture_ptsz),
 
     CALLED(cuCtxGetCurrent, cuCtxGetCurrent, 4000, 0, ctx_get_current),
     CALLED(cuCtxGetDevice, cuCtxGetDevice, 2000, 0, ctx_get_device),
-    CALLED(cuCtxPushCurrent_v2, cuCtxPushCurrent, 4000, 0, ctx_push_current),
-    CALLED(cuCtxPopCurrent_v2, cuCtxPopCurrent, 4000, 0, ctx_pop_current),
     CALLED(cuEventCreate, cuEventCreate, 2000, 0, event_create),
     CALLED(cuEventRecord, cuEventRecord, 2000, 0, event_record),
     CALLED(cuEventQuery, cuEventQuery, 2000, 0, event_query),
@@ -164,6 +185,8 @@ static const struct real_driver *load(bool only_if_loaded)
         new_state = FAILED;
     }
     __atomic_store_n(&load_state, new_state, __ATOMIC_RELEASE);
+    if (new_state == LOADED)
+        __atomic_store_n(&real_driver_resolved, &real, __ATOMIC_RELEASE);
     loading_on_this_thread = false;
     pthread_mutex_unlock(&load_lock);
     if (new_state == LOADED)

@@ -9,6 +9,10 @@
 
 #include "cuda_headers.h"
 
+/* cuStreamBeginCapture before the mode argument (CUDA 10.0); cuda.h
+ * declares its type only for the driver's own build. */
+typedef CUresult (CUDAAPI *stream_begin_capture_v1_function)(CUstream hStream);
+
 /* Every real driver function the library calls. Hooked variants are called
  * through these pointers too, never through their exported names (those
  * resolve to the hooks). */
@@ -42,12 +46,27 @@ struct real_driver {
     PFN_cuCtxEnablePeerAccess_v4000 ctx_enable_peer_access;
     PFN_cuDeviceSetMemPool_v11020 device_set_mem_pool;
     PFN_cuMemSetMemPool_v13000 mem_set_mem_pool;
+    PFN_cuCtxSetCurrent_v4000 ctx_set_current;
+    PFN_cuCtxPushCurrent_v4000 ctx_push_current_v1; /* v1: same signature */
+    PFN_cuCtxPushCurrent_v4000 ctx_push_current;
+    PFN_cuCtxPopCurrent_v4000 ctx_pop_current_v1; /* v1: same signature */
+    PFN_cuCtxPopCurrent_v4000 ctx_pop_current;
+    PFN_cuCtxCreate_v3020 ctx_create_v1; /* v1: same signature */
+    PFN_cuCtxCreate_v3020 ctx_create_v2;
+    PFN_cuCtxCreate_v11040 ctx_create_v3;
+    PFN_cuCtxCreate_v12050 ctx_create_v4;
+    stream_begin_capture_v1_function stream_begin_capture;
+    stream_begin_capture_v1_function stream_begin_capture_ptsz;
+    PFN_cuStreamBeginCapture_v10010 stream_begin_capture_v2;
+    PFN_cuStreamBeginCapture_v10010_ptsz stream_begin_capture_v2_ptsz;
+    PFN_cuStreamBeginCaptureToGraph_v12030 stream_begin_capture_to_graph;
+    PFN_cuStreamBeginCaptureToGraph_v12030_ptsz stream_begin_capture_to_graph_ptsz;
+    PFN_cuStreamEndCapture_v10000 stream_end_capture;
+    PFN_cuStreamEndCapture_v10000_ptsz stream_end_capture_ptsz;
 
     /* Used by the library only. */
     PFN_cuCtxGetCurrent_v4000 ctx_get_current;
     PFN_cuCtxGetDevice_v2000 ctx_get_device;
-    PFN_cuCtxPushCurrent_v4000 ctx_push_current;
-    PFN_cuCtxPopCurrent_v4000 ctx_pop_current;
     PFN_cuEventCreate_v2000 event_create;
     PFN_cuEventRecord_v2000 event_record;
     PFN_cuEventQuery_v2000 event_query;
@@ -78,6 +97,10 @@ struct real_driver {
  * answer CUDA_ERROR_NOT_INITIALIZED, as a process without a driver would
  * see. With `only_if_loaded`, never loads libcuda itself. */
 const struct real_driver *real_driver_get(bool only_if_loaded);
+
+/* The real driver once resolved, else NULL (atomic): what every hook reads
+ * first, without a call. */
+extern const struct real_driver *real_driver_resolved;
 
 /* The real driver if already resolved, without any locking (for the
  * fork child and for hot paths that already went through real_driver_get). */

@@ -27,6 +27,8 @@ static void stream_created(const struct real_driver *driver, CUstream stream,
     int device;
     if (device_of_current_context(driver, &context, &device))
         device_stream_created(device, stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+    /* The handle may be one a destroyed stream had, on another device. */
+    device_streams_changed();
 }
 
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
@@ -63,6 +65,7 @@ static void stream_destroying(CUstream stream)
 {
     if (hook_bypassed_after_fork() || !stream)
         return;
+    device_streams_changed();
     bool non_blocking = false;
     int device = device_stream_find(stream, &non_blocking);
     if (device >= 0 && non_blocking && hook_mode() != HOOK_MODE_COUNT_ONLY)
@@ -79,7 +82,10 @@ CUresult cuStreamDestroy(CUstream hStream)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     stream_destroying(hStream);
-    return driver->stream_destroy(hStream);
+    CUresult result = driver->stream_destroy(hStream);
+    /* A thread that asked about the stream meanwhile kept a stale answer. */
+    device_streams_changed();
+    return result;
 }
 
 CUresult cuStreamDestroy_v2(CUstream hStream)
@@ -88,7 +94,10 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
     if (!driver)
         return CUDA_ERROR_NOT_INITIALIZED;
     stream_destroying(hStream);
-    return driver->stream_destroy_v2(hStream);
+    CUresult result = driver->stream_destroy_v2(hStream);
+    /* A thread that asked about the stream meanwhile kept a stale answer. */
+    device_streams_changed();
+    return result;
 }
 
 /* What a synchronizing call will prove: the allocator it concerns and its

@@ -172,3 +172,44 @@ Test(cuda_driver, no_fence_is_recorded_during_a_capture)
     cr_assert_eq(api.graph_destroy(graph), CUDA_SUCCESS);
     cr_assert_not(driver->capture_active(driver->context, 0));
 }
+
+/* What a re-created stream with a destroyed one's handle value looks like
+ * to the library: the create hook registers the same value on another
+ * device. The sim's handles are its streams' memory, which it does not
+ * hand out again soon enough to wait for, so the registration is made
+ * directly. */
+static CUstream stream_known_on_device_0(void)
+{
+    CUstream stream;
+    cr_assert_eq(api.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    cr_assert_eq(device_of_stream(real_driver_get(false), stream), 0);
+    cr_assert_eq(device_of_stream(real_driver_get(false), stream), 0, "kept answer");
+    return stream;
+}
+
+Test(cuda_driver, a_destroyed_streams_device_is_not_kept_for_its_handle)
+{
+    cr_assert_not_null(device_allocator_for(1, contexts[1]));
+    PFN_cuStreamDestroy_v4000 destroy = entry_point("cuStreamDestroy_v2");
+    CUstream stream = stream_known_on_device_0();
+    cr_assert_eq(destroy(stream), CUDA_SUCCESS);
+    device_stream_created(1, stream, true);
+    cr_assert_eq(device_of_stream(real_driver_get(false), stream), 1,
+                 "the destroyed stream's device was kept for a new stream with its handle");
+    cr_assert_eq(device_stream_destroyed(stream, NULL), 1);
+}
+
+Test(cuda_driver, a_created_streams_device_is_not_kept_for_its_handle)
+{
+    cr_assert_not_null(device_allocator_for(1, contexts[1]));
+    CUstream stream = stream_known_on_device_0();
+    /* A destroy the library did not see (no hook), then a create it sees
+     * that hands the value out again, on device 1. */
+    cr_assert_eq(device_stream_destroyed(stream, NULL), 0);
+    CUstream other;
+    cr_assert_eq(api.stream_create(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    device_stream_created(1, stream, true);
+    cr_assert_eq(device_of_stream(real_driver_get(false), stream), 1,
+                 "a stream create kept the device another stream had under its handle");
+    cr_assert_eq(device_stream_destroyed(stream, NULL), 1);
+}
