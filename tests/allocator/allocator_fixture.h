@@ -38,6 +38,15 @@ static inline void fixture_defaults(struct fixture *f)
      * fall on both sides of. */
     f->config.expandable_segments_size_class = (uint64_t)32 << 20;
 #endif
+#ifdef GPUCACHE_TEST_EXPANDABLE_PAGE_HANDLES
+    /* ... with a handle per page, so that nearly every growth moves some. */
+    f->config.expandable_segments_handles = GPUCACHE_HANDLES_PAGE;
+#endif
+#ifdef GPUCACHE_TEST_EXPANDABLE_NO_STITCH
+    /* ... and as PyTorch has them: one handle per growth, none moved. */
+    f->config.expandable_segments_stitch = false;
+    f->config.expandable_segments_handles = GPUCACHE_HANDLES_GROWTH;
+#endif
 }
 
 /* The configuration a PYTORCH_ALLOC_CONF-style string gives. */
