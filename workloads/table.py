@@ -8,9 +8,9 @@ driver allocations and calls of each policy.
 usage: table.py GPUCACHE [--seeds 1,2,3] [--traces DIR] [--conf LABEL=STRING]...
 
 GPUCACHE is the gpucache executable. Without --conf the policies are plain
-segments, expandable segments with their default size classes, and
-expandable segments with PyTorch's single class
-(expandable_segments_size_class_mb:0). Traces in DIR (default
+segments, expandable segments with every key at its default, and
+expandable segments as PyTorch has them (one class, one handle per growth,
+no handle moved). Traces in DIR (default
 ../shared/traces/pytorch-snapshots from the repository) are read in place."""
 import argparse
 import glob
@@ -27,7 +27,9 @@ import generate  # noqa: E402
 DEFAULT_POLICIES = [
     ("plain", ""),
     ("expandable", "expandable_segments:True"),
-    ("expandable, one class", "expandable_segments:True,expandable_segments_size_class_mb:0"),
+    ("expandable as PyTorch",
+     "expandable_segments:True,expandable_segments_stitch:False,"
+     "expandable_segments_handles:growth"),
 ]
 
 
