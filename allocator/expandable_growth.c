@@ -205,9 +205,12 @@ static void prepare_stitch(struct gpucache_allocator *allocator, const struct bl
         RB_FOREACH(block, free_tree, &allocator->pools[segment->pool].free_blocks) {
             if (found >= wanted)
                 break;
-            if (!in_expandable_segment(block) || near_run(block, start, zone_end) ||
-                !block_cleared(allocator, block))
+            if (!in_expandable_segment(block) || near_run(block, start, zone_end))
                 continue;
+#ifndef GPUCACHE_TEST_MUTATION_STITCH_BUSY
+            if (!block_cleared(allocator, block))
+                continue;
+#endif
             struct gpucache_expandable_segment *pages = state_of(block->segment)->pages;
             size_t offset = block->address - block->segment->base;
             size_t first = 0, length = 0;

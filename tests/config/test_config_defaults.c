@@ -27,7 +27,7 @@ static void assert_defaults(const struct gpucache_config *config)
     cr_assert_eq(config->meminfo, GPUCACHE_MEMINFO_CACHE_AS_FREE);
     cr_assert_eq(config->expandable_segments_size_class, 0);
     cr_assert(config->expandable_segments_stitch);
-    cr_assert_eq(config->expandable_segments_handles, GPUCACHE_HANDLES_DOUBLING);
+    cr_assert_eq(config->expandable_segments_handles, GPUCACHE_HANDLES_PAGE);
     cr_assert_str_empty(config->report_path);
     cr_assert_str_empty(config->summary_path);
     cr_assert_str_empty(config->trace_path);

@@ -34,7 +34,7 @@ Test(config, json_of_the_defaults)
     assert_contains(text, "\"meminfo\": {\"value\": \"cache_as_free\", ");
     assert_contains(text, "\"expandable_segments_size_class_mb\": {\"value\": 0, ");
     assert_contains(text, "\"expandable_segments_stitch\": {\"value\": true, ");
-    assert_contains(text, "\"expandable_segments_handles\": {\"value\": \"doubling\", ");
+    assert_contains(text, "\"expandable_segments_handles\": {\"value\": \"page\", ");
     assert_contains(text, "\"report\": {\"value\": null, ");
     assert_contains(text, "\"snapshot_signal\": {\"value\": null, \"source\": \"default\"}\n  },\n");
     cr_assert(strstr(text, "\"ignored\": [\"expandable_segments_reserve_by_class\", "

@@ -55,8 +55,9 @@ def files_named(prefix, valid):
 
 
 ROWS = [
+    # 30 MiB: 15 pages, a handle each (expandable_segments_handles:page).
     ("expandable_segments", "one", None, "", "expandable_segments:True",
-     ("cuMemCreate", "0", "1")),
+     ("cuMemCreate", "0", "15")),
     ("max_split_size_mb", "split", None, "", "max_split_size_mb:40",
      ("cuMemAlloc_v2", "0", "1")),
     ("max_non_split_rounding_mb", "unsplit_rounding", None, "max_split_size_mb:40",
@@ -76,11 +77,12 @@ ROWS = [
      ("cuMemAddressReserve", "1", "2")),
     ("expandable_segments_stitch", "stitch", None, "expandable_segments:True",
      "expandable_segments:True,expandable_segments_stitch:False", ("physical_mib", "100", "140")),
-    # 60 MiB: 30 pages, cut 10 + 20 by doubling from large_segment_size_mb.
+    # 60 MiB: 30 pages, a handle each by default, cut 10 + 20 by doubling
+    # from large_segment_size_mb.
     ("expandable_segments_handles", "sixty", None, "expandable_segments:True",
-     "expandable_segments:True,expandable_segments_handles:growth", ("cuMemCreate", "2", "1")),
-    ("expandable_segments_handles:page", "sixty", None, "expandable_segments:True",
-     "expandable_segments:True,expandable_segments_handles:page", ("cuMemCreate", "2", "30")),
+     "expandable_segments:True,expandable_segments_handles:growth", ("cuMemCreate", "30", "1")),
+    ("expandable_segments_handles:doubling", "sixty", None, "expandable_segments:True",
+     "expandable_segments:True,expandable_segments_handles:doubling", ("cuMemCreate", "30", "2")),
     ("expandable_segments_reserve", "keep_600", "1GiB", "expandable_segments:True",
      "expandable_segments:True,expandable_segments_reserve:0.5", ("error", "0", "2")),
     ("per_process_memory_fraction", "fill", "4GiB", "", "per_process_memory_fraction:0.25",
