@@ -36,8 +36,15 @@ expect() { # MODE CONFIGURATION ADVICE
 expect fill "" "try expandable_segments:True to avoid fragmentation"
 # Expandable segments map just what the blocks need: the device is full.
 expect fill "expandable_segments:True" "the program's own allocations fill the device"
-# Holes of 8 MiB inside 20 MiB handles: free, but in pieces.
-expect holes "expandable_segments:True" "try max_split_size_mb:20 so that blocks this large"
+# Holes of 8 MiB inside 20 MiB handles (one per growth, none moved): free,
+# but in pieces.
+expect holes "expandable_segments:True,expandable_segments_stitch:False,expandable_segments_handles:growth" \
+    "try max_split_size_mb:20 so that blocks this large"
+# With the defaults (a handle per page, stitching) the 16 MiB request takes
+# the pages of two holes: only the fill fails.
+ooms=$(run holes "expandable_segments:True")
+[[ $ooms == 1 ]] || fail "holes 'expandable_segments:True': $ooms failures, expected the fill's alone"
+echo "ok: holes 'expandable_segments:True': the holes' pages serve the 16 MiB request"
 # The cap, not the device, stops the cache.
 expect fill "expandable_segments:True,per_process_memory_fraction:0.5" \
     "per_process_memory_fraction:0.5 caps the cache below this request"

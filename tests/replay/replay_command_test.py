@@ -170,9 +170,11 @@ def case_example_1(tool, workdir, _traces):
 
 def expandable_run(tool, workdir, name, trace):
     """The one configuration of an expandable replay, with its final mapped
-    blocks as (offset from the reservation, size, state)."""
+    blocks as (offset from the reservation, size, state). The worked examples
+    are PyTorch's mechanism: one handle per growth, no handle moved."""
     path = trace.write(os.path.join(workdir, name + ".csv"))
-    report = replay_json(tool, path, "--conf", "expandable_segments:True")
+    report = replay_json(tool, path, "--conf", "expandable_segments:True,"
+                         "expandable_segments_stitch:False,expandable_segments_handles:growth")
     configuration = report["configurations"][0]
     check(configuration["completed"], f"{name}: did not complete")
     large = [s for s in configuration["segments"] if s["segment_type"] == "large"]
@@ -187,8 +189,8 @@ def expandable_run(tool, workdir, name, trace):
 
 def case_expandable_examples(tool, workdir, _traces):
     """DESIGN.md section 6, examples 2-5, through `gpucache replay` with
-    expandable_segments:True (growths of at least 20 MiB, as the 20 MiB pages
-    of the examples)."""
+    expandable segments as PyTorch has them (growths of at least 20 MiB, as
+    the 20 MiB pages of the examples)."""
     base = 0x7F0000000000
     # 2: alloc 16 maps 20 MiB; a second 16 maps the next 20 MiB and the free
     # 4 + 20 merge: [16 | 16 | 8 free], reserved 40.
