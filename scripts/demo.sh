@@ -27,7 +27,7 @@ if [[ -d $traces ]]; then
         echo "== offline replay of $(basename "$trace") (a PyTorch memory snapshot)"
         build/tools/gpucache replay --min-device \
             --conf "" --conf "expandable_segments:True" \
-            --conf "expandable_segments:True,expandable_segments_size_class_mb:0" \
+            --conf "expandable_segments:True,expandable_segments_stitch:False,expandable_segments_handles:growth" \
             --conf "roundup_power2_divisions:4" "$trace"
     done
 fi
