@@ -6,27 +6,22 @@
 
 #include <pthread.h>
 
-static unsigned long captures_in_progress; /* atomic */
+unsigned long capture_tracking_in_progress;
 /* Exclusive while a capture begins, shared by the library's own calls that
  * a beginning capture would change (event records outside the relaxed
  * capture mode). */
 static pthread_rwlock_t capture_begin_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-bool capture_tracking_any_in_progress(void)
-{
-    return __atomic_load_n(&captures_in_progress, __ATOMIC_SEQ_CST) != 0;
-}
-
 void capture_tracking_beginning(void)
 {
     pthread_rwlock_wrlock(&capture_begin_lock);
-    __atomic_add_fetch(&captures_in_progress, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&capture_tracking_in_progress, 1, __ATOMIC_SEQ_CST);
 }
 
 void capture_tracking_begun(bool succeeded)
 {
     if (!succeeded)
-        __atomic_sub_fetch(&captures_in_progress, 1, __ATOMIC_SEQ_CST);
+        __atomic_sub_fetch(&capture_tracking_in_progress, 1, __ATOMIC_SEQ_CST);
     pthread_rwlock_unlock(&capture_begin_lock);
 }
 
@@ -34,9 +29,10 @@ void capture_tracking_ended(void)
 {
     /* Never below zero: an end of a capture begun before the library
      * counted (none can be) would otherwise make every later one unseen. */
-    unsigned long count = __atomic_load_n(&captures_in_progress, __ATOMIC_SEQ_CST);
-    while (count != 0 && !__atomic_compare_exchange_n(&captures_in_progress, &count, count - 1,
-                                                      false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    unsigned long count = __atomic_load_n(&capture_tracking_in_progress, __ATOMIC_SEQ_CST);
+    while (count != 0 &&
+           !__atomic_compare_exchange_n(&capture_tracking_in_progress, &count, count - 1, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         ;
 }
 
@@ -48,11 +44,4 @@ void capture_tracking_hold(void)
 void capture_tracking_release(void)
 {
     pthread_rwlock_unlock(&capture_begin_lock);
-}
-
-bool capture_tracking_stream_capturing(const struct real_driver *driver, CUstream stream,
-                                       bool per_thread)
-{
-    return capture_tracking_any_in_progress() &&
-           real_driver_stream_capturing(driver, stream, per_thread);
 }

@@ -12,8 +12,13 @@
 
 #include "real_driver.h"
 
-/* True while some capture may be in progress (one began, its end not seen). */
-bool capture_tracking_any_in_progress(void);
+/* True while some capture may be in progress (one began, its end not seen).
+ * Inline: every async allocation and free asks. */
+extern unsigned long capture_tracking_in_progress; /* atomic */
+static inline bool capture_tracking_any_in_progress(void)
+{
+    return __atomic_load_n(&capture_tracking_in_progress, __ATOMIC_SEQ_CST) != 0;
+}
 
 /* Around a capture's begin: counted before the driver call (a thread that
  * learns of the capture afterwards sees the count) and taken back if the
@@ -32,7 +37,11 @@ void capture_tracking_release(void);
 
 /* True when `stream` may be capturing: false at once while no capture is in
  * progress, else the driver's answer (real_driver_stream_capturing). */
-bool capture_tracking_stream_capturing(const struct real_driver *driver, CUstream stream,
-                                       bool per_thread);
+static inline bool capture_tracking_stream_capturing(const struct real_driver *driver,
+                                                     CUstream stream, bool per_thread)
+{
+    return capture_tracking_any_in_progress() &&
+           real_driver_stream_capturing(driver, stream, per_thread);
+}
 
 #endif

@@ -38,19 +38,11 @@ static struct device_allocator *allocator_slot(int device)
     return &allocators[device];
 }
 
-gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
-                                size_t size, gpucache_stream stream, uint64_t *address)
+void device_report_out_of_memory(struct gpucache_allocator *allocator, size_t size)
 {
-    device_set_thread_context(context);
-    gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
-    device_set_thread_context(NULL);
-    /* Before the program can free anything in answer to the failure. */
-    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY) {
-        struct library_reports_allocators serving;
-        device_serving_allocators(&serving);
-        library_reports_out_of_memory(allocator, size, &serving);
-    }
-    return result;
+    struct library_reports_allocators serving;
+    device_serving_allocators(&serving);
+    library_reports_out_of_memory(allocator, size, &serving);
 }
 
 void device_serving_allocators(struct library_reports_allocators *serving)

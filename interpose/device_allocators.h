@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cuda_headers.h"
+#include "device_registry.h"
 #include "gpucache_allocator.h"
 #include "library_reports.h"
 
@@ -21,12 +22,25 @@ struct gpucache_allocator *device_allocator_for(int device, CUcontext context);
 /* The device's allocator if it has one, whatever its context. */
 struct gpucache_allocator *device_allocator(int device);
 
+/* Reports that `allocator` answered out of memory for `size` bytes. */
+void device_report_out_of_memory(struct gpucache_allocator *allocator, size_t size);
+
 /* Allocates from `allocator` (which serves `context`, current on this
  * thread). Driver calls the allocator makes meanwhile know the current
  * context from device_thread_context() without asking the driver. An out of
- * memory answer is reported before the caller sees it. */
-gpucache_result device_allocate(struct gpucache_allocator *allocator, CUcontext context,
-                                size_t size, gpucache_stream stream, uint64_t *address);
+ * memory answer is reported before the caller sees it (before the program
+ * can free anything in answer). Inline: every cache hit runs it. */
+static inline gpucache_result device_allocate(struct gpucache_allocator *allocator,
+                                              CUcontext context, size_t size,
+                                              gpucache_stream stream, uint64_t *address)
+{
+    device_set_thread_context(context);
+    gpucache_result result = gpucache_allocator_malloc(allocator, size, stream, address);
+    device_set_thread_context(NULL);
+    if (result == GPUCACHE_ERROR_OUT_OF_MEMORY)
+        device_report_out_of_memory(allocator, size);
+    return result;
+}
 
 /* Frees `address` in whichever allocator handed it out. Returns the
  * allocator's result, or GPUCACHE_ALLOCATOR_NOT_OURS. */

@@ -5,8 +5,10 @@
 
 #include <stdbool.h>
 
+#include "capture_tracking.h"
 #include "gpucache_config.h"
 #include "library_lifecycle.h"
+#include "library_reports.h"
 #include "real_driver.h"
 
 /* The real driver for a hook; NULL when no driver can be loaded (the hook
@@ -33,12 +35,32 @@ enum hook_mode {
 
 static inline enum hook_mode hook_mode(void)
 {
+    if (!library_bypasses_cache())
+        return HOOK_MODE_CACHE;
     const struct gpucache_config *config = library_config();
     if (config->passthrough)
         return HOOK_MODE_COUNT_ONLY;
     if (config->backend == GPUCACHE_BACKEND_CUDA_MALLOC_ASYNC)
         return HOOK_MODE_DRIVER_POOL;
     return HOOK_MODE_CACHE;
+}
+
+/* True when nothing keeps a synchronous allocation hook off its hot path (a
+ * kept route, no driver call): not in a child after fork, no snapshot signal
+ * waiting for its safe point, the cache serving. One load each; any of them
+ * sends the hook down its full path, which handles it as it always did. */
+static inline bool hook_hot_path_open(void)
+{
+    return !hook_bypassed_after_fork() &&
+           !__atomic_load_n(&library_reports_snapshot_pending, __ATOMIC_RELAXED) &&
+           !library_bypasses_cache();
+}
+
+/* The same for a stream-ordered hook, which also needs no capture in
+ * progress: a capturing stream's calls must reach the driver. */
+static inline bool hook_stream_hot_path_open(void)
+{
+    return hook_hot_path_open() && !capture_tracking_any_in_progress();
 }
 
 #endif

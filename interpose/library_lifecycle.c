@@ -10,6 +10,7 @@
 #include "signal_hooks.h"
 
 bool library_forked_after_activation;
+bool library_cache_bypassed;
 
 static void child_after_fork(void)
 {
@@ -33,7 +34,11 @@ const struct gpucache_config *library_config(void)
 __attribute__((constructor)) static void library_loaded(void)
 {
     gpucache_config_load_or_exit();
+    const struct gpucache_config *config = gpucache_config_current();
+    __atomic_store_n(&library_cache_bypassed,
+                     config->passthrough || config->backend != GPUCACHE_BACKEND_NATIVE,
+                     __ATOMIC_RELEASE);
     /* At load, not at the first allocation: a signal that arrives earlier
      * must not take the default action (usually termination) instead. */
-    snapshot_signal_install(gpucache_config_current());
+    snapshot_signal_install(config);
 }

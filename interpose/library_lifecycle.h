@@ -23,4 +23,14 @@ static inline bool library_bypassed_after_fork(void)
 /* The configuration the library was loaded with. */
 const struct gpucache_config *library_config(void);
 
+/* True once the loaded configuration sends allocations past the cache
+ * (passthrough:True, backend:cudaMallocAsync); false before it is loaded,
+ * as under the defaults. Set once at load, so that the hooks' hot paths
+ * need not read the configuration (atomic). */
+extern bool library_cache_bypassed;
+static inline bool library_bypasses_cache(void)
+{
+    return __atomic_load_n(&library_cache_bypassed, __ATOMIC_RELAXED);
+}
+
 #endif

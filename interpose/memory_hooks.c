@@ -27,7 +27,8 @@
 
 /* Where this thread's last allocation of a kind went, valid while its stamp
  * is current (device_route_stamp_now): found once, not asked of the driver
- * and the registry for every call. */
+ * and the registry for every call. A route exists only once the real driver
+ * was resolved, so a hook that follows one needs no driver lookup. */
 struct allocation_route {
     struct device_route_stamp stamp; /* stamp.shared == 0: none yet */
     CUstream stream;
@@ -40,12 +41,29 @@ static __thread struct allocation_route synchronous_route
     __attribute__((tls_model("initial-exec")));
 static __thread struct allocation_route async_route __attribute__((tls_model("initial-exec")));
 
+static inline bool route_current(const struct allocation_route *route)
+{
+    return device_route_stamp_equal(route->stamp, device_route_stamp_now());
+}
+
+/* True when cuMemAlloc/cuMemFree may follow this thread's kept route. */
+static inline bool synchronous_route_applies(void)
+{
+    return hook_hot_path_open() && route_current(&synchronous_route);
+}
+
+/* True when an async call on `stream` may follow this thread's kept route. */
+static inline bool async_route_applies(CUstream stream, bool per_thread)
+{
+    return hook_stream_hot_path_open() && route_current(&async_route) &&
+           async_route.stream == stream && async_route.per_thread == per_thread;
+}
+
 /* The route's allocator if the route is still current, else NULL: the
  * allocator a free on this thread most likely returns to. */
 static struct gpucache_allocator *current_route_allocator(const struct allocation_route *route)
 {
-    return device_route_stamp_equal(route->stamp, device_route_stamp_now()) ? route->allocator
-                                                                            : NULL;
+    return route_current(route) ? route->allocator : NULL;
 }
 
 /* Counts a call the driver served untouched; returns its result. */
@@ -56,7 +74,21 @@ static CUresult bypassed(CUresult result, enum gpucache_bypass_reason reason)
     return result;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+static inline CUresult allocate_on_route(const struct allocation_route *route, CUdeviceptr *dptr,
+                                         size_t bytesize)
+{
+    uint64_t address = 0;
+    gpucache_result result =
+        device_allocate(route->allocator, route->context, bytesize, route->token, &address);
+    if (result == GPUCACHE_SUCCESS)
+        *dptr = (CUdeviceptr)address;
+    return (CUresult)result;
+}
+
+/* The full path of cuMemAlloc: every check, then the route found anew. Out
+ * of line, so that the hot path saves no registers for it. */
+static __attribute__((noinline)) CUresult allocate_synchronous(CUdeviceptr *dptr,
+                                                               size_t bytesize)
 {
     const struct real_driver *driver = hook_driver();
     if (!driver)
@@ -83,19 +115,31 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
             allocator = device_allocator_for(device, context);
         if (!allocator)
             return bypassed(driver->mem_alloc_v2(dptr, bytesize), GPUCACHE_BYPASS_NO_ALLOCATOR);
-        *route = (struct allocation_route){.stamp = now, .context = context,
-                                           .allocator = allocator};
+        /* Memory from cuMemAlloc may be used on any stream at once. */
+        *route = (struct allocation_route){.stamp = now, .token = SYNCHRONOUS_ALLOCATION_STREAM,
+                                           .context = context, .allocator = allocator};
     }
-    uint64_t address = 0;
-    /* Memory from cuMemAlloc may be used on any stream at once. */
-    gpucache_result result = device_allocate(route->allocator, route->context, bytesize,
-                                             SYNCHRONOUS_ALLOCATION_STREAM, &address);
-    if (result == GPUCACHE_SUCCESS)
-        *dptr = (CUdeviceptr)address;
+    return allocate_on_route(route, dptr, bytesize);
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    if (dptr && synchronous_route_applies())
+        return allocate_on_route(&synchronous_route, dptr, bytesize);
+    return allocate_synchronous(dptr, bytesize);
+}
+
+/* A pointer the thread's likely allocator did not hand out: another
+ * allocator's, or the driver's (which answers with its own error codes). */
+static __attribute__((noinline)) CUresult free_synchronous_elsewhere(CUdeviceptr dptr)
+{
+    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_SYNCHRONOUS, 0);
+    if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
+        return bypassed(hook_driver()->mem_free_v2(dptr), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
 }
 
-CUresult cuMemFree_v2(CUdeviceptr dptr)
+static __attribute__((noinline)) CUresult free_synchronous(CUdeviceptr dptr)
 {
     const struct real_driver *driver = hook_driver();
     if (!driver)
@@ -117,6 +161,17 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
         return bypassed(driver->mem_free_v2(dptr), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    if (dptr && synchronous_route_applies()) {
+        gpucache_result result = gpucache_allocator_free(synchronous_route.allocator, dptr,
+                                                         GPUCACHE_FREE_SYNCHRONOUS, 0);
+        return result == GPUCACHE_ALLOCATOR_NOT_OURS ? free_synchronous_elsewhere(dptr)
+                                                     : (CUresult)result;
+    }
+    return free_synchronous(dptr);
 }
 
 /* The device and context an async call on `stream` allocates in, and the
@@ -144,27 +199,44 @@ static struct gpucache_allocator *allocator_for_stream(const struct real_driver 
     return device_allocator_for(device, *context);
 }
 
-static CUresult allocate_async(const struct real_driver *driver,
-                               PFN_cuMemAllocAsync_v11020 real_alloc_async, bool per_thread,
-                               CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+/* The real async entry points a hook forwards to, by its variant. */
+static PFN_cuMemAllocAsync_v11020 real_alloc_async(const struct real_driver *driver,
+                                                   bool per_thread)
 {
+    return per_thread ? driver->mem_alloc_async_ptsz : driver->mem_alloc_async;
+}
+
+static PFN_cuMemFreeAsync_v11020 real_free_async(const struct real_driver *driver,
+                                                 bool per_thread)
+{
+    return per_thread ? driver->mem_free_async_ptsz : driver->mem_free_async;
+}
+
+/* The full path of cuMemAllocAsync[_ptsz]. */
+static __attribute__((noinline)) CUresult allocate_async(bool per_thread, CUdeviceptr *dptr,
+                                                         size_t bytesize, CUstream stream)
+{
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    PFN_cuMemAllocAsync_v11020 forward = real_alloc_async(driver, per_thread);
     if (!dptr || hook_bypassed_after_fork())
-        return bypassed(real_alloc_async(dptr, bytesize, stream),
+        return bypassed(forward(dptr, bytesize, stream),
                         dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
     device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return bypassed(count_only_alloc_async(driver, real_alloc_async, dptr, bytesize, stream),
+        return bypassed(count_only_alloc_async(driver, forward, dptr, bytesize, stream),
                         GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
+        return bypassed(forward(dptr, bytesize, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     /* Graph memory nodes must stay graph memory nodes: nothing on a
      * capturing stream is served from the cache. */
     if (capture_tracking_stream_capturing(driver, stream, per_thread))
-        return bypassed(real_alloc_async(dptr, bytesize, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
+        return bypassed(forward(dptr, bytesize, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     struct allocation_route *route = &async_route;
     struct device_route_stamp now = device_route_stamp_now();
     if (!device_route_stamp_equal(route->stamp, now) || route->stream != stream ||
@@ -175,36 +247,46 @@ static CUresult allocate_async(const struct real_driver *driver,
         struct gpucache_allocator *allocator =
             allocator_for_stream(driver, token, stream, &context, &reason);
         if (!allocator)
-            return bypassed(real_alloc_async(dptr, bytesize, stream), reason);
+            return bypassed(forward(dptr, bytesize, stream), reason);
         *route = (struct allocation_route){now, stream, per_thread, token, context, allocator};
     }
-    uint64_t address = 0;
-    gpucache_result result =
-        device_allocate(route->allocator, route->context, bytesize, route->token, &address);
-    if (result == GPUCACHE_SUCCESS)
-        *dptr = (CUdeviceptr)address;
+    return allocate_on_route(route, dptr, bytesize);
+}
+
+/* A pointer the thread's likely allocator did not hand out. */
+static __attribute__((noinline)) CUresult free_async_elsewhere(bool per_thread, CUdeviceptr dptr,
+                                                               CUstream stream,
+                                                               gpucache_stream token)
+{
+    gpucache_result result = device_free_anywhere(dptr, GPUCACHE_FREE_STREAM_ORDERED, token);
+    if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
+        return bypassed(real_free_async(hook_driver(), per_thread)(dptr, stream),
+                        GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
 }
 
-static CUresult free_async(const struct real_driver *driver,
-                           PFN_cuMemFreeAsync_v11020 real_free_async, bool per_thread,
-                           CUdeviceptr dptr, CUstream stream)
+/* The full path of cuMemFreeAsync[_ptsz]. */
+static __attribute__((noinline)) CUresult free_async(bool per_thread, CUdeviceptr dptr,
+                                                     CUstream stream)
 {
+    const struct real_driver *driver = hook_driver();
+    if (!driver)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    PFN_cuMemFreeAsync_v11020 forward = real_free_async(driver, per_thread);
     if (!dptr || hook_bypassed_after_fork())
-        return bypassed(real_free_async(dptr, stream),
+        return bypassed(forward(dptr, stream),
                         dptr ? GPUCACHE_BYPASS_AFTER_FORK : BYPASS_UNCOUNTED);
     device_allocators_safe_point();
     switch (hook_mode()) {
     case HOOK_MODE_COUNT_ONLY:
-        return bypassed(count_only_free_async(real_free_async, dptr, stream),
-                        GPUCACHE_BYPASS_CONFIGURED);
+        return bypassed(count_only_free_async(forward, dptr, stream), GPUCACHE_BYPASS_CONFIGURED);
     case HOOK_MODE_DRIVER_POOL:
-        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
+        return bypassed(forward(dptr, stream), GPUCACHE_BYPASS_ASYNC_BACKEND);
     case HOOK_MODE_CACHE:
         break;
     }
     if (capture_tracking_stream_capturing(driver, stream, per_thread))
-        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
+        return bypassed(forward(dptr, stream), GPUCACHE_BYPASS_GRAPH_CAPTURE);
     const struct allocation_route *route = &async_route;
     struct gpucache_allocator *likely = current_route_allocator(route);
     gpucache_stream token = likely && route->stream == stream && route->per_thread == per_thread
@@ -213,40 +295,46 @@ static CUresult free_async(const struct real_driver *driver,
     gpucache_result result =
         device_free_preferring(likely, dptr, GPUCACHE_FREE_STREAM_ORDERED, token);
     if (result == GPUCACHE_ALLOCATOR_NOT_OURS)
-        return bypassed(real_free_async(dptr, stream), GPUCACHE_BYPASS_FOREIGN_POINTER);
+        return bypassed(forward(dptr, stream), GPUCACHE_BYPASS_FOREIGN_POINTER);
     return (CUresult)result;
+}
+
+static inline CUresult free_async_on_route(bool per_thread, CUdeviceptr dptr, CUstream stream)
+{
+    gpucache_result result = gpucache_allocator_free(async_route.allocator, dptr,
+                                                     GPUCACHE_FREE_STREAM_ORDERED,
+                                                     async_route.token);
+    return result == GPUCACHE_ALLOCATOR_NOT_OURS
+               ? free_async_elsewhere(per_thread, dptr, stream, async_route.token)
+               : (CUresult)result;
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    const struct real_driver *driver = hook_driver();
-    if (!driver)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate_async(driver, driver->mem_alloc_async, false, dptr, bytesize, hStream);
+    if (dptr && async_route_applies(hStream, false))
+        return allocate_on_route(&async_route, dptr, bytesize);
+    return allocate_async(false, dptr, bytesize, hStream);
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    const struct real_driver *driver = hook_driver();
-    if (!driver)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate_async(driver, driver->mem_alloc_async_ptsz, true, dptr, bytesize, hStream);
+    if (dptr && async_route_applies(hStream, true))
+        return allocate_on_route(&async_route, dptr, bytesize);
+    return allocate_async(true, dptr, bytesize, hStream);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    const struct real_driver *driver = hook_driver();
-    if (!driver)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return free_async(driver, driver->mem_free_async, false, dptr, hStream);
+    if (dptr && async_route_applies(hStream, false))
+        return free_async_on_route(false, dptr, hStream);
+    return free_async(false, dptr, hStream);
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-    const struct real_driver *driver = hook_driver();
-    if (!driver)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return free_async(driver, driver->mem_free_async_ptsz, true, dptr, hStream);
+    if (dptr && async_route_applies(hStream, true))
+        return free_async_on_route(true, dptr, hStream);
+    return free_async(true, dptr, hStream);
 }
 
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total)

@@ -20,7 +20,12 @@
  *   stream-reused: a stream destroyed and created again with the same
  *     handle value on the other device places allocations on that device
  *     (needs GPUSIM_DEVICES=2; skipped when the handle value never comes
- *     back). */
+ *     back);
+ *   destroyed-stream-fence: the fences of a stream the program destroyed
+ *     (its last clearing fence, and a synchronous free's fence that the
+ *     legacy stream orders after its work) are queried only until they
+ *     complete: legacy-stream cache hits afterwards soon cost no
+ *     cuEventQuery. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -383,6 +388,35 @@ static int stream_reused_mode(void)
     return 0;
 }
 
+static int destroyed_stream_fence_mode(void)
+{
+    CUstream stream;
+    CUdeviceptr pointer;
+    CHECK_DRIVER(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 100; i++) {
+        CHECK_DRIVER(cuMemAllocAsync(&pointer, PAIR_SIZE, stream));
+        CHECK_DRIVER(cuMemFreeAsync(pointer, stream));
+    }
+    CHECK_DRIVER(cuMemAlloc(&pointer, PAIR_SIZE));
+    CHECK_DRIVER(cuMemFree(pointer));
+    CHECK_DRIVER(cuStreamDestroy(stream));
+    /* Rounds of pairs with a pause between them, so that the simulated
+     * device's stream workers get a core: an event that completes is never
+     * asked about again. */
+    for (int round = 0; round < 200; round++) {
+        unsigned long long before = simulated_driver_calls("cuEventQuery");
+        for (int i = 0; i < 1000; i++) {
+            CHECK_DRIVER(cuMemAllocAsync(&pointer, PAIR_SIZE, CU_STREAM_LEGACY));
+            CHECK_DRIVER(cuMemFreeAsync(pointer, CU_STREAM_LEGACY));
+        }
+        if (simulated_driver_calls("cuEventQuery") == before)
+            return 0;
+        usleep(10000);
+    }
+    CHECK(false, "the fences of the destroyed stream were still queried after 200 rounds");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2, "usage: %s MODE", argv[0]);
@@ -403,6 +437,8 @@ int main(int argc, char **argv)
         return device_reset_mode();
     if (strcmp(mode, "stream-reused") == 0)
         return stream_reused_mode();
+    if (strcmp(mode, "destroyed-stream-fence") == 0)
+        return destroyed_stream_fence_mode();
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
 }

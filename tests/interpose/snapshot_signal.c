@@ -4,7 +4,9 @@
  * allocation neither kills the program nor is lost; the program's own
  * handler, installed before or after the first allocation, with signal()
  * or sigaction(), still runs; sigaction reports the program's own
- * dispositions; SIG_IGN really ignores (no snapshot). Run under
+ * dispositions; SIG_IGN really ignores (no snapshot); a signal between
+ * cache hits that take the hooks' hot path (a kept route) is written at the
+ * very next allocation, synchronous or stream-ordered. Run under
  * GPUCACHE_ALLOC_CONF=snapshot:DIRECTORY/snap-%p.json,snapshot_signal:SIGUSR1
  * usage: snapshot_signal DIRECTORY CASE */
 #include <cuda_runtime_api.h>
@@ -65,6 +67,29 @@ static void call_cuda(void)
     CHECK_CUDA(cudaFree(block));
 }
 
+/* Allocation pairs until each kind follows its kept route, then a signal
+ * before each kind: the very next allocation is the safe point. */
+static void signal_between_cache_hits(void)
+{
+    void *block = NULL;
+    for (int i = 0; i < 3; i++) {
+        call_cuda();
+        CHECK_CUDA(cudaMallocAsync(&block, 1 << 20, 0));
+        CHECK_CUDA(cudaFreeAsync(block, 0));
+    }
+    raise(SIGUSR1);
+    CHECK_CUDA(cudaMalloc(&block, 1 << 20));
+    CHECK(signal_snapshot_exists(1), "no snapshot at the cudaMalloc after the signal");
+    CHECK_CUDA(cudaFree(block));
+    CHECK_CUDA(cudaMallocAsync(&block, 1 << 20, 0));
+    CHECK_CUDA(cudaFreeAsync(block, 0));
+    raise(SIGUSR1);
+    CHECK_CUDA(cudaMallocAsync(&block, 1 << 20, 0));
+    CHECK(signal_snapshot_exists(2), "no snapshot at the cudaMallocAsync after the signal");
+    CHECK_CUDA(cudaFreeAsync(block, 0));
+    CHECK_CUDA(cudaDeviceSynchronize());
+}
+
 static void install_info_handler(struct sigaction *previous)
 {
     struct sigaction action;
@@ -87,7 +112,9 @@ int main(int argc, char **argv)
     CHECK(!(seen.sa_flags & SA_SIGINFO) && seen.sa_handler == SIG_DFL,
           "the program sees the library's handler, not its own SIG_DFL");
 
-    if (strcmp(which, "before_first_allocation") == 0) {
+    if (strcmp(which, "between_cache_hits") == 0) {
+        signal_between_cache_hits();
+    } else if (strcmp(which, "before_first_allocation") == 0) {
         raise(SIGUSR1); /* the default action would end the program here */
         call_cuda();
         CHECK(signal_snapshot_exists(1), "no snapshot for a signal before the first allocation");
