@@ -331,8 +331,21 @@ static int device_reset_mode(void)
     CHECK(current != NULL, "no context after the reset");
     cached_pairs();
     allocations_land_in(current, "cudaDeviceReset");
+    /* Each free is followed by a context synchronize, so every freed block
+     * is reusable by either kind of allocation at once and the pairs are
+     * hits whatever the timing: without it, whether a block freed on the
+     * legacy stream is cleared for the next cuMemAlloc depends on when its
+     * fence completes, and a miss asks the driver. */
     unsigned long long before = simulated_driver_calls("cuMemAlloc_v2");
-    cached_pairs();
+    for (int i = 0; i < 4; i++) {
+        CUdeviceptr pointer;
+        CHECK_DRIVER(cuMemAlloc(&pointer, PAIR_SIZE));
+        CHECK_DRIVER(cuMemFree(pointer));
+        CHECK_DRIVER(cuCtxSynchronize());
+        CHECK_DRIVER(cuMemAllocAsync(&pointer, PAIR_SIZE, CU_STREAM_LEGACY));
+        CHECK_DRIVER(cuMemFreeAsync(pointer, CU_STREAM_LEGACY));
+        CHECK_DRIVER(cuCtxSynchronize());
+    }
     CHECK(simulated_driver_calls("cuMemAlloc_v2") == before,
           "after the reset the new primary context is not served from the cache");
     return 0;
