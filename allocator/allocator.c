@@ -41,6 +41,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
 
 static void teardown(struct gpucache_allocator *allocator, bool context_alive)
 {
+    front_cache_flush(allocator);
     if (!context_alive)
         allocator_report_forgotten(allocator);
     epochs_discard(allocator, context_alive);
@@ -157,6 +158,11 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
 {
     emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
                block->stream);
+    block_becomes_free(allocator, block);
+}
+
+void block_becomes_free(struct gpucache_allocator *allocator, struct block *block)
+{
     struct gpucache_stats *stats = &allocator->stats;
     enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
     int64_t requested = (int64_t)block->requested_size;
@@ -461,6 +467,21 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
             epochs_process_completed(allocator);
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
+        struct block *front = front_cache_take(allocator, stream, rounded, pool, size);
+        if (front != NULL) {
+            /* A front hit is a lookup of the pool for garbage collection's
+             * ages, as the tree search it replaces was. */
+            if (allocator->gc_enabled)
+                allocator->pools[pool].gc_clock++;
+            emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, front->address, size, front->size,
+                             stream);
+            *address = front->address;
+            pthread_mutex_unlock(&allocator->mutex);
+            return GPUCACHE_SUCCESS;
+        }
+        /* Every other path sees the fronts' blocks as free blocks, and
+         * statistics are exact again before any of them rises. */
+        front_cache_flush(allocator);
         struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
         /* In a plain segment the best fit is the lower bound itself. */
         bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
@@ -480,7 +501,23 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
                                         enum gpucache_free_kind kind, gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
-    struct block *block = block_map_remove(&allocator->allocated, address);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
+        stream == block->stream && front_cache_put(allocator, block)) {
+        /* Reusable at once on its own stream: the events of a same-stream
+         * free, while the statistics wait for the flush. */
+        emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                         block->requested_size, block->size, block->stream);
+        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                   block->requested_size, block->stream);
+        pthread_mutex_unlock(&allocator->mutex);
+        return GPUCACHE_SUCCESS;
+    }
+    /* A block waiting in a front was freed already. */
+    if (block != NULL && block->state == BLOCK_FRONT)
+        block = NULL;
+    else if (block != NULL)
+        block_map_remove(&allocator->allocated, address);
     if (block == NULL) {
         bool ours = segment_source_find(allocator, address) != NULL;
         pthread_mutex_unlock(&allocator->mutex);
@@ -520,6 +557,7 @@ gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *alloca
                                                uint64_t address)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     struct block *block = block_map_find(&allocator->allocated, address);
     struct segment *segment = block != NULL ? block->segment : NULL;
     gpucache_result result = GPUCACHE_ERROR_INVALID_VALUE;
@@ -553,6 +591,8 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 {
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
+    if (block != NULL && block->state == BLOCK_FRONT)
+        block = NULL;
     if (block != NULL && requested_size != NULL)
         *requested_size = block->requested_size;
     pthread_mutex_unlock(&allocator->mutex);
@@ -562,6 +602,7 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     epochs_process_completed(allocator);
     release_cached_blocks(allocator);
     pthread_mutex_unlock(&allocator->mutex);

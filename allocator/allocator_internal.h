@@ -27,6 +27,7 @@ enum block_state {
     BLOCK_PENDING,    /* free requested; waits for an epoch's fence */
     BLOCK_UNMAPPED,   /* expandable address range without physical pages */
     BLOCK_RETAINED,   /* freed in a segment pinned for IPC: never reused */
+    BLOCK_FRONT,      /* freed on its own stream, waiting unmerged in a front cache */
     BLOCK_STATE_COUNT
 };
 
@@ -133,6 +134,42 @@ struct stream_state {
  * one whose stream's fence has completed: bounds the cost of a miss. */
 #define CROSS_STREAM_SCAN_LIMIT 32
 
+/* The front cache: blocks freed stream-ordered on their own stream wait,
+ * unsplit and unmerged and still in the address map, for a request of the
+ * same size on that stream, which takes them without a tree search, a split
+ * or statistics updates. Any other path first merges them back
+ * (front_cache_flush), so everything that walks blocks, reports statistics,
+ * grows or gives memory back sees them as ordinary free blocks. A few
+ * streams and sizes with a few blocks each cover the repeated shapes of a
+ * training step; the rest takes the ordinary path. */
+#define FRONT_STREAMS 8
+#define FRONT_SIZES 4
+#define FRONT_DEPTH 8
+
+struct front_slot {
+    uint64_t size;      /* block size it holds; 0: unused */
+    struct block *top;  /* most recently freed first, linked by list_next */
+    uint32_t count;
+    uint8_t pool;
+};
+
+struct front_cache {
+    gpucache_stream stream;
+    bool used;
+    uint8_t next_victim; /* slot replaced when a new size needs one */
+    struct front_slot slots[FRONT_SIZES];
+};
+
+/* What the front's pairs (a free into the front, then a hit) owe the
+ * cumulative statistics: a pair leaves every current value and peak where
+ * it was, so only the `allocated` and `freed` totals move, summed here and
+ * added at the next flush. */
+struct front_pair_totals {
+    int64_t count;     /* allocation and active: +count to both totals */
+    int64_t bytes;     /* allocated_bytes and active_bytes */
+    int64_t requested; /* requested_bytes, for pairs with equal requests */
+};
+
 struct block_store {
     struct block *free_list;
     void **slabs;
@@ -181,6 +218,16 @@ struct gpucache_allocator {
     size_t peer_count;
 
     struct gpucache_stats stats;
+
+    /* Front caches (front_cache.c). While blocks wait in them, the
+     * statistics still count them as allocated: their frees are applied at
+     * the flush, which every reader and every other path runs first. */
+    struct front_cache fronts[FRONT_STREAMS];
+    struct front_cache *last_front; /* the front the latest lookup found */
+    uint8_t next_front_victim;
+    size_t front_blocks;
+    int64_t front_requested[POOL_COUNT]; /* requested bytes of blocks in fronts */
+    struct front_pair_totals front_pairs[POOL_COUNT];
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
     gpucache_event_observer *observer;
@@ -415,6 +462,31 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
 /* A block whose free completed becomes reusable: merged with free
  * neighbours of its segment and inserted into its pool's free tree. */
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block);
+
+/* block_free_completed without its event (the caller reported it). */
+void block_becomes_free(struct gpucache_allocator *allocator, struct block *block);
+
+/* Front caches (front_cache.c). */
+/* A block of `size` bytes of `pool` that `stream` freed on itself, taken out
+ * of its front and counted allocated for a request of `requested` bytes;
+ * NULL when the front holds none. */
+struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
+                               uint64_t size, enum pool_kind pool, uint64_t requested);
+/* Keeps `block`, freed stream-ordered on its own stream, in that stream's
+ * front; false (nothing done) when the front cannot take it. */
+bool front_cache_put(struct gpucache_allocator *allocator, struct block *block);
+/* Frees and merges back every block waiting in a front and settles the
+ * statistics they owe; nothing to do is one test. */
+void front_cache_flush_slow(struct gpucache_allocator *allocator);
+static inline void front_cache_flush(struct gpucache_allocator *allocator)
+{
+    if (allocator->front_blocks != 0 || allocator->front_pairs[POOL_SMALL].count != 0 ||
+        allocator->front_pairs[POOL_LARGE].count != 0)
+        front_cache_flush_slow(allocator);
+}
+/* Frees and merges back the front of `stream` (destroyed: its token may
+ * come back for a new stream). */
+void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
 
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */

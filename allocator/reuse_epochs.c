@@ -553,6 +553,9 @@ void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
                                          gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
+    /* The token may name a new stream next: nothing of the old one may
+     * wait for it in a front. */
+    front_cache_flush_stream(allocator, stream);
     epochs_retire_stream(allocator, stream);
     pthread_mutex_unlock(&allocator->mutex);
 }

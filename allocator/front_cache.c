@@ -1,0 +1,221 @@
+/* Front caches: a block freed stream-ordered on its own stream is reusable
+ * at once on that stream (DESIGN.md, Reuse safety), so it may wait whole
+ * for the next request of its size there, skipping the merge of the free
+ * and the tree search and split of the hit. Nothing else may take it until
+ * it is merged back, and everything else merges it back first: a block in a
+ * front is never seen by another stream, a walk, a reader or the miss chain. */
+#include "allocator_internal.h"
+
+static struct front_cache *front_find(struct gpucache_allocator *allocator,
+                                      gpucache_stream stream)
+{
+    struct front_cache *front = allocator->last_front;
+    if (front != NULL && front->used && front->stream == stream)
+        return front;
+    for (int i = 0; i < FRONT_STREAMS; i++) {
+        front = &allocator->fronts[i];
+        if (front->used && front->stream == stream) {
+            allocator->last_front = front;
+            return front;
+        }
+    }
+    return NULL;
+}
+
+/* The free the block's front deferred, as gpucache_allocator_free applies
+ * it, then the merge with its free neighbours. */
+static void release_block(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    enum pool_kind pool = block->pool;
+    block_map_remove(&allocator->allocated, block->address);
+    allocator->front_blocks--;
+    allocator->front_requested[pool] -= (int64_t)block->requested_size;
+    stat_array_decrease(stats->allocation, pool, 1);
+    stat_array_decrease(stats->allocated_bytes, pool, (int64_t)block->size);
+    block->state = BLOCK_ALLOCATED;
+    block_becomes_free(allocator, block);
+}
+
+static void release_slot(struct gpucache_allocator *allocator, struct front_slot *slot)
+{
+    while (slot->top != NULL) {
+        struct block *block = slot->top;
+        slot->top = block->list_next;
+        block->list_next = NULL;
+        release_block(allocator, block);
+    }
+    slot->count = 0;
+    slot->size = 0;
+}
+
+static void release_front(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    for (int i = 0; i < FRONT_SIZES; i++)
+        release_slot(allocator, &front->slots[i]);
+    front->used = false;
+    front->next_victim = 0;
+    if (allocator->last_front == front)
+        allocator->last_front = NULL;
+}
+
+static void settle_pair_totals(struct gpucache_allocator *allocator)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        struct front_pair_totals *pairs = &allocator->front_pairs[pool];
+        for (int slot = 0; slot < 2; slot++) {
+            int index = slot == 0 ? GPUCACHE_STAT_ALL : stat_type_of((enum pool_kind)pool);
+            stats->allocation[index].allocated += pairs->count;
+            stats->allocation[index].freed += pairs->count;
+            stats->active[index].allocated += pairs->count;
+            stats->active[index].freed += pairs->count;
+            stats->allocated_bytes[index].allocated += pairs->bytes;
+            stats->allocated_bytes[index].freed += pairs->bytes;
+            stats->active_bytes[index].allocated += pairs->bytes;
+            stats->active_bytes[index].freed += pairs->bytes;
+            stats->requested_bytes[index].allocated += pairs->requested;
+            stats->requested_bytes[index].freed += pairs->requested;
+        }
+        *pairs = (struct front_pair_totals){0, 0, 0};
+    }
+}
+
+void front_cache_flush_slow(struct gpucache_allocator *allocator)
+{
+    for (int i = 0; i < FRONT_STREAMS && allocator->front_blocks != 0; i++)
+        if (allocator->fronts[i].used)
+            release_front(allocator, &allocator->fronts[i]);
+    settle_pair_totals(allocator);
+}
+
+void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream)
+{
+    struct front_cache *front = front_find(allocator, stream);
+    if (front != NULL)
+        release_front(allocator, front);
+}
+
+/* A hit whose request differs from the block's last one changes
+ * requested_bytes as the eager free and allocation would have: the peak is
+ * taken against what the statistics would read, without the requests of
+ * blocks still waiting in fronts (their decreases are deferred). */
+__attribute__((noinline)) static void change_requested(struct gpucache_allocator *allocator,
+                                                       enum pool_kind pool, uint64_t old,
+                                                       uint64_t requested)
+{
+    struct gpucache_stat *array = allocator->stats.requested_bytes;
+    int64_t waiting[2] = {
+        allocator->front_requested[POOL_SMALL] + allocator->front_requested[POOL_LARGE],
+        allocator->front_requested[pool]};
+    int indices[2] = {GPUCACHE_STAT_ALL, stat_type_of(pool)};
+    for (int i = 0; i < 2; i++) {
+        struct gpucache_stat *stat = &array[indices[i]];
+        stat->current += (int64_t)requested - (int64_t)old;
+        if (stat->current - waiting[i] > stat->peak)
+            stat->peak = stat->current - waiting[i];
+        stat->allocated += (int64_t)requested;
+        stat->freed += (int64_t)old;
+    }
+}
+
+struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
+                               uint64_t size, enum pool_kind pool, uint64_t requested)
+{
+    if (allocator->front_blocks == 0)
+        return NULL;
+    struct front_cache *front = front_find(allocator, stream);
+    if (front == NULL)
+        return NULL;
+    struct front_slot *slot = NULL;
+    for (int i = 0; i < FRONT_SIZES; i++) {
+        struct front_slot *candidate = &front->slots[i];
+        if (candidate->size == size && candidate->pool == pool && candidate->top != NULL) {
+            slot = candidate;
+            break;
+        }
+    }
+    if (slot == NULL)
+        return NULL;
+    struct block *block = slot->top;
+    slot->top = block->list_next;
+    slot->count--;
+    block->list_next = NULL;
+    allocator->front_blocks--;
+    uint64_t old = block->requested_size;
+    allocator->front_requested[pool] -= (int64_t)old;
+    struct front_pair_totals *pairs = &allocator->front_pairs[pool];
+    pairs->count++;
+    pairs->bytes += (int64_t)size;
+    if (old == requested)
+        pairs->requested += (int64_t)old;
+    else
+        change_requested(allocator, pool, old, requested);
+    block->state = BLOCK_ALLOCATED;
+    block->requested_size = requested;
+    block->free_tick = 0;
+    return block;
+}
+
+static struct front_cache *front_claim(struct gpucache_allocator *allocator,
+                                       gpucache_stream stream)
+{
+    struct front_cache *front = front_find(allocator, stream);
+    if (front != NULL)
+        return front;
+    for (int i = 0; i < FRONT_STREAMS && front == NULL; i++)
+        if (!allocator->fronts[i].used)
+            front = &allocator->fronts[i];
+    if (front == NULL) {
+        front = &allocator->fronts[allocator->next_front_victim];
+        allocator->next_front_victim = (uint8_t)((allocator->next_front_victim + 1) % FRONT_STREAMS);
+        release_front(allocator, front);
+    }
+    front->used = true;
+    front->stream = stream;
+    allocator->last_front = front;
+    return front;
+}
+
+static struct front_slot *slot_claim(struct gpucache_allocator *allocator,
+                                     struct front_cache *front, uint64_t size,
+                                     enum pool_kind pool)
+{
+    struct front_slot *unused = NULL;
+    for (int i = 0; i < FRONT_SIZES; i++) {
+        struct front_slot *slot = &front->slots[i];
+        if (slot->size == size && slot->pool == pool)
+            return slot;
+        if (slot->size == 0 && unused == NULL)
+            unused = slot;
+    }
+    if (unused == NULL) {
+        unused = &front->slots[front->next_victim];
+        front->next_victim = (uint8_t)((front->next_victim + 1) % FRONT_SIZES);
+        release_slot(allocator, unused);
+    }
+    unused->size = size;
+    unused->pool = (uint8_t)pool;
+    return unused;
+}
+
+bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
+{
+    /* Oversize blocks change oversize_allocations and are few; blocks of a
+     * pinned segment are retained, never reused. */
+    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
+        return false;
+    enum pool_kind pool = block->pool;
+    struct front_cache *front = front_claim(allocator, block->stream);
+    struct front_slot *slot = slot_claim(allocator, front, block->size, pool);
+    if (slot->count >= FRONT_DEPTH)
+        return false;
+    block->state = BLOCK_FRONT;
+    block->free_tick = ++allocator->tick;
+    block->list_next = slot->top;
+    slot->top = block;
+    slot->count++;
+    allocator->front_blocks++;
+    allocator->front_requested[pool] += (int64_t)block->requested_size;
+    return true;
+}
