@@ -497,32 +497,21 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
     return result;
 }
 
-gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
-                                        enum gpucache_free_kind kind, gpucache_stream stream)
+/* The free of `block` (the map's entry for `address`, or NULL) that the
+ * front did not take, under the lock. Out of line: the front's free then
+ * saves no registers. */
+__attribute__((noinline)) static gpucache_result
+free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block *block,
+            enum gpucache_free_kind kind, gpucache_stream stream)
 {
-    pthread_mutex_lock(&allocator->mutex);
-    struct block *block = block_map_find(&allocator->allocated, address);
-    if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
-        stream == block->stream && front_cache_put(allocator, block)) {
-        /* Reusable at once on its own stream: the events of a same-stream
-         * free, while the statistics wait for the flush. */
-        emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
-                         block->requested_size, block->size, block->stream);
-        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
-                   block->requested_size, block->stream);
-        pthread_mutex_unlock(&allocator->mutex);
-        return GPUCACHE_SUCCESS;
-    }
     /* A block waiting in a front was freed already. */
     if (block != NULL && block->state == BLOCK_FRONT)
         block = NULL;
     else if (block != NULL)
         block_map_remove(&allocator->allocated, address);
-    if (block == NULL) {
-        bool ours = segment_source_find(allocator, address) != NULL;
-        pthread_mutex_unlock(&allocator->mutex);
-        return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
-    }
+    if (block == NULL)
+        return segment_source_find(allocator, address) != NULL ? GPUCACHE_ERROR_INVALID_VALUE
+                                                               : GPUCACHE_ALLOCATOR_NOT_OURS;
     emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
                      block->requested_size, block->size, block->stream);
     struct gpucache_stats *stats = &allocator->stats;
@@ -549,8 +538,28 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
         }
         epoch_add_pending(allocator, state, block);
     }
-    pthread_mutex_unlock(&allocator->mutex);
     return GPUCACHE_SUCCESS;
+}
+
+gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
+                                        enum gpucache_free_kind kind, gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
+        stream == block->stream && front_cache_put(allocator, block)) {
+        /* Reusable at once on its own stream: the events of a same-stream
+         * free, while the statistics wait for the flush. */
+        emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                         block->requested_size, block->size, block->stream);
+        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                   block->requested_size, block->stream);
+    } else {
+        result = free_locked(allocator, address, block, kind, stream);
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
 }
 
 gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,

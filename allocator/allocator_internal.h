@@ -147,10 +147,11 @@ struct stream_state {
 #define FRONT_DEPTH 8
 
 struct front_slot {
-    uint64_t size;      /* block size it holds; 0: unused */
+    /* Block size | pool of the blocks it holds (sizes are multiples of 512,
+     * so one compare matches both); 0: unused. */
+    uint64_t key;
     struct block *top;  /* most recently freed first, linked by list_next */
     uint32_t count;
-    uint8_t pool;
 };
 
 struct front_cache {

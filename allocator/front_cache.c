@@ -9,8 +9,9 @@
 static struct front_cache *front_find(struct gpucache_allocator *allocator,
                                       gpucache_stream stream)
 {
+    /* last_front is NULL or a front in use (release_front clears it). */
     struct front_cache *front = allocator->last_front;
-    if (front != NULL && front->used && front->stream == stream)
+    if (front != NULL && front->stream == stream)
         return front;
     for (int i = 0; i < FRONT_STREAMS; i++) {
         front = &allocator->fronts[i];
@@ -20,6 +21,14 @@ static struct front_cache *front_find(struct gpucache_allocator *allocator,
         }
     }
     return NULL;
+}
+
+/* front_find when the latest front is another stream's. Out of line: the
+ * usual hit then saves no registers. */
+__attribute__((noinline)) static struct front_cache *
+front_find_other(struct gpucache_allocator *allocator, gpucache_stream stream)
+{
+    return front_find(allocator, stream);
 }
 
 /* The free the block's front deferred, as gpucache_allocator_free applies
@@ -46,7 +55,7 @@ static void release_slot(struct gpucache_allocator *allocator, struct front_slot
         release_block(allocator, block);
     }
     slot->count = 0;
-    slot->size = 0;
+    slot->key = 0;
 }
 
 static void release_front(struct gpucache_allocator *allocator, struct front_cache *front)
@@ -124,13 +133,15 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
 {
     if (allocator->front_blocks == 0)
         return NULL;
-    struct front_cache *front = front_find(allocator, stream);
+    struct front_cache *front = allocator->last_front;
+    if (front == NULL || front->stream != stream)
+        front = front_find_other(allocator, stream);
     if (front == NULL)
         return NULL;
     struct front_slot *slot = NULL;
     for (int i = 0; i < FRONT_SIZES; i++) {
         struct front_slot *candidate = &front->slots[i];
-        if (candidate->size == size && candidate->pool == pool && candidate->top != NULL) {
+        if (candidate->key == (size | pool) && candidate->top != NULL) {
             slot = candidate;
             break;
         }
@@ -184,9 +195,9 @@ static struct front_slot *slot_claim(struct gpucache_allocator *allocator,
     struct front_slot *unused = NULL;
     for (int i = 0; i < FRONT_SIZES; i++) {
         struct front_slot *slot = &front->slots[i];
-        if (slot->size == size && slot->pool == pool)
+        if (slot->key == (size | pool))
             return slot;
-        if (slot->size == 0 && unused == NULL)
+        if (slot->key == 0 && unused == NULL)
             unused = slot;
     }
     if (unused == NULL) {
@@ -194,9 +205,33 @@ static struct front_slot *slot_claim(struct gpucache_allocator *allocator,
         front->next_victim = (uint8_t)((front->next_victim + 1) % FRONT_SIZES);
         release_slot(allocator, unused);
     }
-    unused->size = size;
-    unused->pool = (uint8_t)pool;
+    unused->key = size | pool;
     return unused;
+}
+
+static void push(struct gpucache_allocator *allocator, struct front_slot *slot,
+                 struct block *block)
+{
+    block->state = BLOCK_FRONT;
+    block->free_tick = ++allocator->tick;
+    block->list_next = slot->top;
+    slot->top = block;
+    slot->count++;
+    allocator->front_blocks++;
+    allocator->front_requested[block->pool] += (int64_t)block->requested_size;
+}
+
+/* A front or slot to claim (and perhaps to merge back first). Out of line:
+ * the usual free finds both ready and then saves no registers. */
+__attribute__((noinline)) static bool put_claiming(struct gpucache_allocator *allocator,
+                                                   struct block *block)
+{
+    struct front_cache *front = front_claim(allocator, block->stream);
+    struct front_slot *slot = slot_claim(allocator, front, block->size, block->pool);
+    if (slot->count >= FRONT_DEPTH)
+        return false;
+    push(allocator, slot, block);
+    return true;
 }
 
 bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
@@ -205,17 +240,16 @@ bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
      * pinned segment are retained, never reused. */
     if (block->size >= allocator->config->max_split_size || block->segment->pinned)
         return false;
-    enum pool_kind pool = block->pool;
-    struct front_cache *front = front_claim(allocator, block->stream);
-    struct front_slot *slot = slot_claim(allocator, front, block->size, pool);
-    if (slot->count >= FRONT_DEPTH)
-        return false;
-    block->state = BLOCK_FRONT;
-    block->free_tick = ++allocator->tick;
-    block->list_next = slot->top;
-    slot->top = block;
-    slot->count++;
-    allocator->front_blocks++;
-    allocator->front_requested[pool] += (int64_t)block->requested_size;
-    return true;
+    struct front_cache *front = allocator->last_front;
+    if (front != NULL && front->stream == block->stream) {
+        uint64_t key = block->size | block->pool;
+        for (int i = 0; i < FRONT_SIZES; i++) {
+            struct front_slot *slot = &front->slots[i];
+            if (slot->key == key && slot->count < FRONT_DEPTH) {
+                push(allocator, slot, block);
+                return true;
+            }
+        }
+    }
+    return put_claiming(allocator, block);
 }
