@@ -251,6 +251,12 @@ Test(front_cache, statistics_and_snapshots_read_as_if_every_free_merged_at_once)
     twin_free(&t, 1, STREAM_A);
     twin_alloc(&t, 1, 3500, STREAM_A);
     assert_same_stats(&t, "after front hits");
+    /* A hit that raises requested_bytes while another block waits in the
+     * front: the peak is what the statistics would read, without it. */
+    twin_free(&t, 2, STREAM_A);
+    twin_free(&t, 1, STREAM_A);
+    twin_alloc(&t, 1, 3584, STREAM_A);
+    assert_same_stats(&t, "after a larger request while a block waits");
     twin_free(&t, 0, STREAM_A);
     twin_free(&t, 3, STREAM_B);
     assert_same_snapshot(&t);
