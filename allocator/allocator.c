@@ -463,8 +463,11 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
         /* Querying fences costs driver calls; a hit does not need the
          * blocks they free, so only every 8th allocation asks (a miss
          * always does). */
-        if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0)
+        if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0) {
+            allocator->completions_to_front = true;
             epochs_process_completed(allocator);
+            allocator->completions_to_front = false;
+        }
         size_t rounded = size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *front = front_cache_take(allocator, stream, rounded, pool, size);

@@ -69,6 +69,10 @@ struct block {
     uint8_t state;              /* enum block_state */
     uint8_t pool;               /* enum pool_kind */
     bool mapped;                /* false only for unmapped expandable ranges */
+    /* In a front after a fence completed its free (synchronous or on another
+     * stream): its allocation statistics fell when the free was requested,
+     * only the active ones wait for the flush. */
+    bool front_after_fence;
 };
 _Static_assert(sizeof(struct block) <= 128, "block metadata must stay within 128 bytes");
 
@@ -144,7 +148,7 @@ struct stream_state {
  * training step; the rest takes the ordinary path. */
 #define FRONT_STREAMS 8
 #define FRONT_SIZES 4
-#define FRONT_DEPTH 8
+#define FRONT_DEPTH 64
 
 struct front_slot {
     /* Block size | pool of the blocks it holds (sizes are multiples of 512,
@@ -166,9 +170,11 @@ struct front_cache {
  * it was, so only the `allocated` and `freed` totals move, summed here and
  * added at the next flush. */
 struct front_pair_totals {
-    int64_t count;     /* allocation and active: +count to both totals */
-    int64_t bytes;     /* allocated_bytes and active_bytes */
-    int64_t requested; /* requested_bytes, for pairs with equal requests */
+    int64_t allocation_count; /* allocation: +count to both totals */
+    int64_t allocation_bytes; /* allocated_bytes */
+    int64_t active_count;     /* active */
+    int64_t active_bytes;     /* active_bytes */
+    int64_t requested;        /* requested_bytes, for pairs with equal requests */
 };
 
 struct block_store {
@@ -226,8 +232,16 @@ struct gpucache_allocator {
     struct front_cache fronts[FRONT_STREAMS];
     struct front_cache *last_front; /* the front the latest lookup found */
     uint8_t next_front_victim;
+    /* Set only while the hit path queries fences: blocks their completions
+     * free wait in fronts then. Anywhere else (the miss chain above all)
+     * they must go to the free trees, where the caller looks next. */
+    bool completions_to_front;
     size_t front_blocks;
     int64_t front_requested[POOL_COUNT]; /* requested bytes of blocks in fronts */
+    /* Blocks in fronts whose allocation statistics wait (freed on their own
+     * stream), and their bytes. */
+    int64_t front_allocated_blocks[POOL_COUNT];
+    int64_t front_allocated_bytes[POOL_COUNT];
     struct front_pair_totals front_pairs[POOL_COUNT];
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
@@ -481,10 +495,14 @@ bool front_cache_put(struct gpucache_allocator *allocator, struct block *block);
 void front_cache_flush_slow(struct gpucache_allocator *allocator);
 static inline void front_cache_flush(struct gpucache_allocator *allocator)
 {
-    if (allocator->front_blocks != 0 || allocator->front_pairs[POOL_SMALL].count != 0 ||
-        allocator->front_pairs[POOL_LARGE].count != 0)
+    if (allocator->front_blocks != 0 || allocator->front_pairs[POOL_SMALL].active_count != 0 ||
+        allocator->front_pairs[POOL_LARGE].active_count != 0)
         front_cache_flush_slow(allocator);
 }
+/* A block whose fence completed (free_tick 0: reusable by every stream)
+ * waits in the front of the stream it was allocated on; false (nothing done)
+ * when the front cannot take it. The caller reported its free_completed. */
+bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct block *block);
 /* Frees and merges back the front of `stream` (destroyed: its token may
  * come back for a new stream). */
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream);

@@ -40,8 +40,13 @@ static void release_block(struct gpucache_allocator *allocator, struct block *bl
     block_map_remove(&allocator->allocated, block->address);
     allocator->front_blocks--;
     allocator->front_requested[pool] -= (int64_t)block->requested_size;
-    stat_array_decrease(stats->allocation, pool, 1);
-    stat_array_decrease(stats->allocated_bytes, pool, (int64_t)block->size);
+    if (!block->front_after_fence) {
+        allocator->front_allocated_blocks[pool]--;
+        allocator->front_allocated_bytes[pool] -= (int64_t)block->size;
+        stat_array_decrease(stats->allocation, pool, 1);
+        stat_array_decrease(stats->allocated_bytes, pool, (int64_t)block->size);
+    }
+    block->front_after_fence = false;
     block->state = BLOCK_ALLOCATED;
     block_becomes_free(allocator, block);
 }
@@ -75,18 +80,18 @@ static void settle_pair_totals(struct gpucache_allocator *allocator)
         struct front_pair_totals *pairs = &allocator->front_pairs[pool];
         for (int slot = 0; slot < 2; slot++) {
             int index = slot == 0 ? GPUCACHE_STAT_ALL : stat_type_of((enum pool_kind)pool);
-            stats->allocation[index].allocated += pairs->count;
-            stats->allocation[index].freed += pairs->count;
-            stats->active[index].allocated += pairs->count;
-            stats->active[index].freed += pairs->count;
-            stats->allocated_bytes[index].allocated += pairs->bytes;
-            stats->allocated_bytes[index].freed += pairs->bytes;
-            stats->active_bytes[index].allocated += pairs->bytes;
-            stats->active_bytes[index].freed += pairs->bytes;
+            stats->allocation[index].allocated += pairs->allocation_count;
+            stats->allocation[index].freed += pairs->allocation_count;
+            stats->active[index].allocated += pairs->active_count;
+            stats->active[index].freed += pairs->active_count;
+            stats->allocated_bytes[index].allocated += pairs->allocation_bytes;
+            stats->allocated_bytes[index].freed += pairs->allocation_bytes;
+            stats->active_bytes[index].allocated += pairs->active_bytes;
+            stats->active_bytes[index].freed += pairs->active_bytes;
             stats->requested_bytes[index].allocated += pairs->requested;
             stats->requested_bytes[index].freed += pairs->requested;
         }
-        *pairs = (struct front_pair_totals){0, 0, 0};
+        *pairs = (struct front_pair_totals){0, 0, 0, 0, 0};
     }
 }
 
@@ -128,6 +133,31 @@ __attribute__((noinline)) static void change_requested(struct gpucache_allocator
     }
 }
 
+/* A hit of a block whose allocation statistics fell at its free: they rise
+ * again, with the peak taken against what they would read without the
+ * blocks whose decreases still wait in fronts. */
+static inline void count_one(struct gpucache_stat *stat, int64_t amount, int64_t waiting)
+{
+    stat->current += amount;
+    stat->allocated += amount;
+    if (stat->current - waiting > stat->peak)
+        stat->peak = stat->current - waiting;
+}
+
+static void count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
+                            int64_t bytes)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    int type = stat_type_of(pool);
+    const int64_t *blocks = allocator->front_allocated_blocks;
+    const int64_t *sizes = allocator->front_allocated_bytes;
+    count_one(&stats->allocation[GPUCACHE_STAT_ALL], 1, blocks[POOL_SMALL] + blocks[POOL_LARGE]);
+    count_one(&stats->allocation[type], 1, blocks[pool]);
+    count_one(&stats->allocated_bytes[GPUCACHE_STAT_ALL], bytes,
+              sizes[POOL_SMALL] + sizes[POOL_LARGE]);
+    count_one(&stats->allocated_bytes[type], bytes, sizes[pool]);
+}
+
 struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
                                uint64_t size, enum pool_kind pool, uint64_t requested)
 {
@@ -156,8 +186,17 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     uint64_t old = block->requested_size;
     allocator->front_requested[pool] -= (int64_t)old;
     struct front_pair_totals *pairs = &allocator->front_pairs[pool];
-    pairs->count++;
-    pairs->bytes += (int64_t)size;
+    pairs->active_count++;
+    pairs->active_bytes += (int64_t)size;
+    if (block->front_after_fence) {
+        count_allocated(allocator, pool, (int64_t)size);
+        block->front_after_fence = false;
+    } else {
+        allocator->front_allocated_blocks[pool]--;
+        allocator->front_allocated_bytes[pool] -= (int64_t)size;
+        pairs->allocation_count++;
+        pairs->allocation_bytes += (int64_t)size;
+    }
     if (old == requested)
         pairs->requested += (int64_t)old;
     else
@@ -213,12 +252,16 @@ static void push(struct gpucache_allocator *allocator, struct front_slot *slot,
                  struct block *block)
 {
     block->state = BLOCK_FRONT;
-    block->free_tick = ++allocator->tick;
     block->list_next = slot->top;
     slot->top = block;
     slot->count++;
     allocator->front_blocks++;
     allocator->front_requested[block->pool] += (int64_t)block->requested_size;
+    if (!block->front_after_fence) {
+        block->free_tick = ++allocator->tick;
+        allocator->front_allocated_blocks[block->pool]++;
+        allocator->front_allocated_bytes[block->pool] += (int64_t)block->size;
+    }
 }
 
 /* A front or slot to claim (and perhaps to merge back first). Out of line:
@@ -234,12 +277,20 @@ __attribute__((noinline)) static bool put_claiming(struct gpucache_allocator *al
     return true;
 }
 
+static inline bool put_in_front(struct gpucache_allocator *allocator, struct block *block);
+
 bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
 {
     /* Oversize blocks change oversize_allocations and are few; blocks of a
      * pinned segment are retained, never reused. */
     if (block->size >= allocator->config->max_split_size || block->segment->pinned)
         return false;
+    return put_in_front(allocator, block);
+}
+
+/* Into the front of the block's stream, the latest front first. */
+static inline bool put_in_front(struct gpucache_allocator *allocator, struct block *block)
+{
     struct front_cache *front = allocator->last_front;
     if (front != NULL && front->stream == block->stream) {
         uint64_t key = block->size | block->pool;
@@ -252,4 +303,20 @@ bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
         }
     }
     return put_claiming(allocator, block);
+}
+
+bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct block *block)
+{
+    /* A retired stream allocates nothing; the address map must take the
+     * block back, which the block store reserved room for. */
+    if (!allocator->completions_to_front || block->stream == STREAM_RETIRED ||
+        block->size >= allocator->config->max_split_size || block->segment->pinned)
+        return false;
+    block->front_after_fence = true;
+    if (!put_in_front(allocator, block)) {
+        block->front_after_fence = false;
+        return false;
+    }
+    block_map_insert(&allocator->allocated, block->address, block);
+    return true;
 }

@@ -146,7 +146,7 @@ Test(front_cache, garbage_collection_collects_segments_whose_blocks_wait_in_a_fr
  * on `eager`, the check after every call merges them back at once, which
  * is the allocator without a front. Buffers are named by index, since the
  * two devices hand out different addresses. */
-#define TWIN_BUFFERS 16
+#define TWIN_BUFFERS 80
 
 struct twin {
     struct fixture front;
@@ -166,6 +166,17 @@ static void twin_free(struct twin *t, int index, gpucache_stream stream)
 {
     raw_free(&t->front, t->front_address[index], stream);
     raw_free(&t->eager, t->eager_address[index], stream);
+    fixture_check(&t->eager);
+}
+
+static void twin_free_sync(struct twin *t, int index)
+{
+    cr_assert_eq(gpucache_allocator_free(t->front.allocator, t->front_address[index],
+                                         GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_SUCCESS);
+    cr_assert_eq(gpucache_allocator_free(t->eager.allocator, t->eager_address[index],
+                                         GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_SUCCESS);
     fixture_check(&t->eager);
 }
 
@@ -261,6 +272,28 @@ Test(front_cache, statistics_and_snapshots_read_as_if_every_free_merged_at_once)
     twin_free(&t, 3, STREAM_B);
     assert_same_snapshot(&t);
     assert_same_stats(&t, "after a snapshot");
+    fixture_close(&t.front);
+    fixture_close(&t.eager);
+}
+
+Test(front_cache, blocks_whose_synchronous_frees_completed_wait_in_the_front_as_free_blocks)
+{
+    static struct twin t;
+    fixture_start(&t.front, NULL, 1 * GiB);
+    fixture_start(&t.eager, NULL, 1 * GiB);
+    for (int i = 0; i < 72; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
+    /* 64 frees close an epoch; the fence completes at once here. */
+    for (int i = 0; i < 64; i++)
+        twin_free_sync(&t, i);
+    twin_alloc(&t, 0, 4 * KiB, STREAM_A); /* the query that completes them */
+    assert_same_stats(&t, "after the epoch completed");
+    for (int i = 1; i < 8; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB - 7 : 3000, STREAM_A);
+    twin_free(&t, 70, STREAM_A); /* one waiting with deferred allocation statistics */
+    twin_alloc(&t, 8, 4 * KiB, STREAM_A);
+    assert_same_stats(&t, "after hits of blocks whose fence completed");
+    assert_same_snapshot(&t);
     fixture_close(&t.front);
     fixture_close(&t.eager);
 }
