@@ -26,6 +26,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
         RB_INIT(&allocator->pools[pool].free_blocks);
     RB_INIT(&allocator->segments);
     allocator->all_streams.all_streams = true;
+    allocator->rounds_plainly = size_policy_rounds_plainly(config);
     allocator->stats.max_split_size =
         config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
 
@@ -448,27 +449,62 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     return NULL;
 }
 
+/* Out of line, so that the front's hit saves no registers for the rest. */
+__attribute__((noinline)) static gpucache_result
+report_request_too_large(struct gpucache_allocator *allocator, size_t size, gpucache_stream stream)
+{
+    allocator->stats.num_ooms++;
+    report_out_of_memory(allocator, size, stream);
+    return GPUCACHE_ERROR_OUT_OF_MEMORY;
+}
+
+__attribute__((noinline)) static void query_fences_from_hit_path(struct gpucache_allocator *allocator)
+{
+    allocator->completions_to_front = true;
+    epochs_process_completed(allocator);
+    allocator->completions_to_front = false;
+}
+
+/* The allocation the front could not serve, under the lock: best fit, then
+ * the miss chain. */
+__attribute__((noinline)) static gpucache_result
+malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
+                  enum pool_kind pool, gpucache_stream stream, uint64_t *address)
+{
+    /* Every other path sees the fronts' blocks as free blocks, and
+     * statistics are exact again before any of them rises. */
+    front_cache_flush(allocator);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
+    /* In a plain segment the best fit is the lower bound itself. */
+    bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
+    if (block == NULL)
+        block = allocate_on_miss(allocator, pool, stream, rounded, &result);
+    if (block != NULL) {
+        /* A step of the chain may have failed before a later one succeeded. */
+        result = GPUCACHE_SUCCESS;
+        *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+    }
+    return result;
+}
+
 gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
                                           gpucache_stream stream, uint64_t *address)
 {
     if (size == 0 || address == NULL)
         return GPUCACHE_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&allocator->mutex);
-    gpucache_result result = GPUCACHE_SUCCESS;
+    gpucache_result result;
     if (size > ALLOCATION_HARD_LIMIT) {
-        allocator->stats.num_ooms++;
-        report_out_of_memory(allocator, size, stream);
-        result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+        result = report_request_too_large(allocator, size, stream);
     } else {
         /* Querying fences costs driver calls; a hit does not need the
          * blocks they free, so only every 8th allocation asks (a miss
          * always does). */
-        if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0) {
-            allocator->completions_to_front = true;
-            epochs_process_completed(allocator);
-            allocator->completions_to_front = false;
-        }
-        size_t rounded = size_policy_round(allocator->config, size);
+        if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0)
+            query_fences_from_hit_path(allocator);
+        size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
+                                                   : size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *front = front_cache_take(allocator, stream, rounded, pool, size);
         if (front != NULL) {
@@ -479,21 +515,9 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
             emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, front->address, size, front->size,
                              stream);
             *address = front->address;
-            pthread_mutex_unlock(&allocator->mutex);
-            return GPUCACHE_SUCCESS;
-        }
-        /* Every other path sees the fronts' blocks as free blocks, and
-         * statistics are exact again before any of them rises. */
-        front_cache_flush(allocator);
-        struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
-        /* In a plain segment the best fit is the lower bound itself. */
-        bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
-        if (block == NULL)
-            block = allocate_on_miss(allocator, pool, stream, rounded, &result);
-        if (block != NULL) {
-            /* A step of the chain may have failed before a later one succeeded. */
             result = GPUCACHE_SUCCESS;
-            *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+        } else {
+            result = malloc_past_front(allocator, size, rounded, pool, stream, address);
         }
     }
     pthread_mutex_unlock(&allocator->mutex);

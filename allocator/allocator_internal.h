@@ -236,6 +236,7 @@ struct gpucache_allocator {
      * free wait in fronts then. Anywhere else (the miss chain above all)
      * they must go to the free trees, where the caller looks next. */
     bool completions_to_front;
+    bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
     size_t front_blocks;
     int64_t front_requested[POOL_COUNT]; /* requested bytes of blocks in fronts */
     /* Blocks in fronts whose allocation statistics wait (freed on their own
@@ -482,14 +483,6 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
 void block_becomes_free(struct gpucache_allocator *allocator, struct block *block);
 
 /* Front caches (front_cache.c). */
-/* A block of `size` bytes of `pool` that `stream` freed on itself, taken out
- * of its front and counted allocated for a request of `requested` bytes;
- * NULL when the front holds none. */
-struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
-                               uint64_t size, enum pool_kind pool, uint64_t requested);
-/* Keeps `block`, freed stream-ordered on its own stream, in that stream's
- * front; false (nothing done) when the front cannot take it. */
-bool front_cache_put(struct gpucache_allocator *allocator, struct block *block);
 /* Frees and merges back every block waiting in a front and settles the
  * statistics they owe; nothing to do is one test. */
 void front_cache_flush_slow(struct gpucache_allocator *allocator);
@@ -506,6 +499,120 @@ bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct bl
 /* Frees and merges back the front of `stream` (destroyed: its token may
  * come back for a new stream). */
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
+
+/* Puts a block in a slot of its stream's front (front_cache.c's helpers
+ * and the inline puts below). */
+static inline void front_push(struct gpucache_allocator *allocator, struct front_slot *slot,
+                              struct block *block)
+{
+    block->state = BLOCK_FRONT;
+    block->list_next = slot->top;
+    slot->top = block;
+    slot->count++;
+    allocator->front_blocks++;
+    allocator->front_requested[block->pool] += (int64_t)block->requested_size;
+    if (!block->front_after_fence) {
+        block->free_tick = ++allocator->tick;
+        allocator->front_allocated_blocks[block->pool]++;
+        allocator->front_allocated_bytes[block->pool] += (int64_t)block->size;
+    }
+}
+
+/* A front or slot to claim (perhaps merging another back first), then the
+ * push; false when the slot is full. */
+bool front_put_claiming(struct gpucache_allocator *allocator, struct block *block);
+
+/* Into the front of the block's stream, the latest front first. */
+static inline bool front_put_in_front(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct front_cache *front = allocator->last_front;
+    if (front != NULL && front->stream == block->stream) {
+        uint64_t key = block->size | block->pool;
+        for (int i = 0; i < FRONT_SIZES; i++) {
+            struct front_slot *slot = &front->slots[i];
+            if (slot->key == key && slot->count < FRONT_DEPTH) {
+                front_push(allocator, slot, block);
+                return true;
+            }
+        }
+    }
+    return front_put_claiming(allocator, block);
+}
+
+/* Keeps `block`, freed stream-ordered on its own stream, in that stream's
+ * front; false (nothing done) when the front cannot take it. Inline: it is
+ * the whole of such a free. */
+static inline bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
+{
+    /* Oversize blocks change oversize_allocations and are few; blocks of a
+     * pinned segment are retained, never reused. */
+    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
+        return false;
+    return front_put_in_front(allocator, block);
+}
+
+/* The front_cache_take helpers of front_cache.c: the front of `stream` when
+ * it is not the latest one; a hit whose request differs from the block's
+ * last; a hit of a block whose allocation statistics fell at its free. */
+struct front_cache *front_find_other(struct gpucache_allocator *allocator,
+                                     gpucache_stream stream);
+void front_change_requested(struct gpucache_allocator *allocator, enum pool_kind pool,
+                            uint64_t old, uint64_t requested);
+void front_count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
+                           int64_t bytes);
+
+/* A block of `size` bytes of `pool` that `stream` freed on itself (or that
+ * a fence cleared), taken out of its front and counted allocated for a
+ * request of `requested` bytes; NULL when the front holds none. Inline: it
+ * is the whole of a hit. */
+static inline struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
+                               uint64_t size, enum pool_kind pool, uint64_t requested)
+{
+    if (allocator->front_blocks == 0)
+        return NULL;
+    struct front_cache *front = allocator->last_front;
+    if (front == NULL || front->stream != stream)
+        front = front_find_other(allocator, stream);
+    if (front == NULL)
+        return NULL;
+    struct front_slot *slot = NULL;
+    for (int i = 0; i < FRONT_SIZES; i++) {
+        struct front_slot *candidate = &front->slots[i];
+        if (candidate->key == (size | pool) && candidate->top != NULL) {
+            slot = candidate;
+            break;
+        }
+    }
+    if (slot == NULL)
+        return NULL;
+    struct block *block = slot->top;
+    slot->top = block->list_next;
+    slot->count--;
+    block->list_next = NULL;
+    allocator->front_blocks--;
+    uint64_t old = block->requested_size;
+    allocator->front_requested[pool] -= (int64_t)old;
+    struct front_pair_totals *pairs = &allocator->front_pairs[pool];
+    pairs->active_count++;
+    pairs->active_bytes += (int64_t)size;
+    if (block->front_after_fence) {
+        front_count_allocated(allocator, pool, (int64_t)size);
+        block->front_after_fence = false;
+    } else {
+        allocator->front_allocated_blocks[pool]--;
+        allocator->front_allocated_bytes[pool] -= (int64_t)size;
+        pairs->allocation_count++;
+        pairs->allocation_bytes += (int64_t)size;
+    }
+    if (old == requested)
+        pairs->requested += (int64_t)old;
+    else
+        front_change_requested(allocator, pool, old, requested);
+    block->state = BLOCK_ALLOCATED;
+    block->requested_size = requested;
+    block->free_tick = 0;
+    return block;
+}
 
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */

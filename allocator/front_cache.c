@@ -25,7 +25,7 @@ static struct front_cache *front_find(struct gpucache_allocator *allocator,
 
 /* front_find when the latest front is another stream's. Out of line: the
  * usual hit then saves no registers. */
-__attribute__((noinline)) static struct front_cache *
+__attribute__((noinline)) struct front_cache *
 front_find_other(struct gpucache_allocator *allocator, gpucache_stream stream)
 {
     return front_find(allocator, stream);
@@ -114,9 +114,9 @@ void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_str
  * requested_bytes as the eager free and allocation would have: the peak is
  * taken against what the statistics would read, without the requests of
  * blocks still waiting in fronts (their decreases are deferred). */
-__attribute__((noinline)) static void change_requested(struct gpucache_allocator *allocator,
-                                                       enum pool_kind pool, uint64_t old,
-                                                       uint64_t requested)
+__attribute__((noinline)) void front_change_requested(struct gpucache_allocator *allocator,
+                                                     enum pool_kind pool, uint64_t old,
+                                                     uint64_t requested)
 {
     struct gpucache_stat *array = allocator->stats.requested_bytes;
     int64_t waiting[2] = {
@@ -144,8 +144,8 @@ static inline void count_one(struct gpucache_stat *stat, int64_t amount, int64_t
         stat->peak = stat->current - waiting;
 }
 
-static void count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
-                            int64_t bytes)
+__attribute__((noinline)) void front_count_allocated(struct gpucache_allocator *allocator,
+                                                    enum pool_kind pool, int64_t bytes)
 {
     struct gpucache_stats *stats = &allocator->stats;
     int type = stat_type_of(pool);
@@ -158,54 +158,6 @@ static void count_allocated(struct gpucache_allocator *allocator, enum pool_kind
     count_one(&stats->allocated_bytes[type], bytes, sizes[pool]);
 }
 
-struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
-                               uint64_t size, enum pool_kind pool, uint64_t requested)
-{
-    if (allocator->front_blocks == 0)
-        return NULL;
-    struct front_cache *front = allocator->last_front;
-    if (front == NULL || front->stream != stream)
-        front = front_find_other(allocator, stream);
-    if (front == NULL)
-        return NULL;
-    struct front_slot *slot = NULL;
-    for (int i = 0; i < FRONT_SIZES; i++) {
-        struct front_slot *candidate = &front->slots[i];
-        if (candidate->key == (size | pool) && candidate->top != NULL) {
-            slot = candidate;
-            break;
-        }
-    }
-    if (slot == NULL)
-        return NULL;
-    struct block *block = slot->top;
-    slot->top = block->list_next;
-    slot->count--;
-    block->list_next = NULL;
-    allocator->front_blocks--;
-    uint64_t old = block->requested_size;
-    allocator->front_requested[pool] -= (int64_t)old;
-    struct front_pair_totals *pairs = &allocator->front_pairs[pool];
-    pairs->active_count++;
-    pairs->active_bytes += (int64_t)size;
-    if (block->front_after_fence) {
-        count_allocated(allocator, pool, (int64_t)size);
-        block->front_after_fence = false;
-    } else {
-        allocator->front_allocated_blocks[pool]--;
-        allocator->front_allocated_bytes[pool] -= (int64_t)size;
-        pairs->allocation_count++;
-        pairs->allocation_bytes += (int64_t)size;
-    }
-    if (old == requested)
-        pairs->requested += (int64_t)old;
-    else
-        change_requested(allocator, pool, old, requested);
-    block->state = BLOCK_ALLOCATED;
-    block->requested_size = requested;
-    block->free_tick = 0;
-    return block;
-}
 
 static struct front_cache *front_claim(struct gpucache_allocator *allocator,
                                        gpucache_stream stream)
@@ -248,61 +200,18 @@ static struct front_slot *slot_claim(struct gpucache_allocator *allocator,
     return unused;
 }
 
-static void push(struct gpucache_allocator *allocator, struct front_slot *slot,
-                 struct block *block)
-{
-    block->state = BLOCK_FRONT;
-    block->list_next = slot->top;
-    slot->top = block;
-    slot->count++;
-    allocator->front_blocks++;
-    allocator->front_requested[block->pool] += (int64_t)block->requested_size;
-    if (!block->front_after_fence) {
-        block->free_tick = ++allocator->tick;
-        allocator->front_allocated_blocks[block->pool]++;
-        allocator->front_allocated_bytes[block->pool] += (int64_t)block->size;
-    }
-}
 
 /* A front or slot to claim (and perhaps to merge back first). Out of line:
  * the usual free finds both ready and then saves no registers. */
-__attribute__((noinline)) static bool put_claiming(struct gpucache_allocator *allocator,
-                                                   struct block *block)
+__attribute__((noinline)) bool front_put_claiming(struct gpucache_allocator *allocator,
+                                                 struct block *block)
 {
     struct front_cache *front = front_claim(allocator, block->stream);
     struct front_slot *slot = slot_claim(allocator, front, block->size, block->pool);
     if (slot->count >= FRONT_DEPTH)
         return false;
-    push(allocator, slot, block);
+    front_push(allocator, slot, block);
     return true;
-}
-
-static inline bool put_in_front(struct gpucache_allocator *allocator, struct block *block);
-
-bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
-{
-    /* Oversize blocks change oversize_allocations and are few; blocks of a
-     * pinned segment are retained, never reused. */
-    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
-        return false;
-    return put_in_front(allocator, block);
-}
-
-/* Into the front of the block's stream, the latest front first. */
-static inline bool put_in_front(struct gpucache_allocator *allocator, struct block *block)
-{
-    struct front_cache *front = allocator->last_front;
-    if (front != NULL && front->stream == block->stream) {
-        uint64_t key = block->size | block->pool;
-        for (int i = 0; i < FRONT_SIZES; i++) {
-            struct front_slot *slot = &front->slots[i];
-            if (slot->key == key && slot->count < FRONT_DEPTH) {
-                push(allocator, slot, block);
-                return true;
-            }
-        }
-    }
-    return put_claiming(allocator, block);
 }
 
 bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct block *block)
@@ -313,7 +222,7 @@ bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct bl
         block->size >= allocator->config->max_split_size || block->segment->pinned)
         return false;
     block->front_after_fence = true;
-    if (!put_in_front(allocator, block)) {
+    if (!front_put_in_front(allocator, block)) {
         block->front_after_fence = false;
         return false;
     }
