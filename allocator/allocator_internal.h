@@ -138,14 +138,16 @@ struct stream_state {
  * one whose stream's fence has completed: bounds the cost of a miss. */
 #define CROSS_STREAM_SCAN_LIMIT 32
 
-/* The front cache: blocks freed stream-ordered on their own stream wait,
- * unsplit and unmerged and still in the address map, for a request of the
- * same size on that stream, which takes them without a tree search, a split
- * or statistics updates. Any other path first merges them back
+/* The front cache: blocks freed stream-ordered on their own stream (and
+ * blocks whose fence cleared them for every stream) wait, unsplit and
+ * unmerged and still in the address map, for a request of the same size on
+ * that stream, which takes them without a tree search, a split or most
+ * statistics updates. Any other path first merges them back
  * (front_cache_flush), so everything that walks blocks, reports statistics,
  * grows or gives memory back sees them as ordinary free blocks. A few
- * streams and sizes with a few blocks each cover the repeated shapes of a
- * training step; the rest takes the ordinary path. */
+ * streams and sizes cover the repeated shapes of a training step; a slot
+ * holds a whole epoch of synchronous frees (64); the rest takes the
+ * ordinary path. */
 #define FRONT_STREAMS 8
 #define FRONT_SIZES 4
 #define FRONT_DEPTH 64
