@@ -26,6 +26,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
         RB_INIT(&allocator->pools[pool].free_blocks);
     RB_INIT(&allocator->segments);
     allocator->all_streams.all_streams = true;
+    allocator->rounds_plainly = size_policy_rounds_plainly(config);
     allocator->stats.max_split_size =
         config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
 
@@ -41,6 +42,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
 
 static void teardown(struct gpucache_allocator *allocator, bool context_alive)
 {
+    front_cache_flush(allocator);
     if (!context_alive)
         allocator_report_forgotten(allocator);
     epochs_discard(allocator, context_alive);
@@ -157,6 +159,11 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
 {
     emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
                block->stream);
+    block_becomes_free(allocator, block);
+}
+
+void block_becomes_free(struct gpucache_allocator *allocator, struct block *block)
+{
     struct gpucache_stats *stats = &allocator->stats;
     enum pool_kind pool = block->pool; /* a local: see allocate_found_block */
     int64_t requested = (int64_t)block->requested_size;
@@ -442,50 +449,96 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     return NULL;
 }
 
+/* Out of line, so that the front's hit saves no registers for the rest. */
+__attribute__((noinline)) static gpucache_result
+report_request_too_large(struct gpucache_allocator *allocator, size_t size, gpucache_stream stream)
+{
+    allocator->stats.num_ooms++;
+    report_out_of_memory(allocator, size, stream);
+    return GPUCACHE_ERROR_OUT_OF_MEMORY;
+}
+
+__attribute__((noinline)) static void query_fences_from_hit_path(struct gpucache_allocator *allocator)
+{
+    allocator->completions_to_front = true;
+    epochs_process_completed(allocator);
+    allocator->completions_to_front = false;
+}
+
+/* The allocation the front could not serve, under the lock: best fit, then
+ * the miss chain. */
+__attribute__((noinline)) static gpucache_result
+malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
+                  enum pool_kind pool, gpucache_stream stream, uint64_t *address)
+{
+    /* Every other path sees the fronts' blocks as free blocks, and
+     * statistics are exact again before any of them rises. */
+    front_cache_flush(allocator);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
+    /* In a plain segment the best fit is the lower bound itself. */
+    bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
+    if (block == NULL)
+        block = allocate_on_miss(allocator, pool, stream, rounded, &result);
+    if (block != NULL) {
+        /* A step of the chain may have failed before a later one succeeded. */
+        result = GPUCACHE_SUCCESS;
+        *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+    }
+    return result;
+}
+
 gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
                                           gpucache_stream stream, uint64_t *address)
 {
     if (size == 0 || address == NULL)
         return GPUCACHE_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&allocator->mutex);
-    gpucache_result result = GPUCACHE_SUCCESS;
+    gpucache_result result;
     if (size > ALLOCATION_HARD_LIMIT) {
-        allocator->stats.num_ooms++;
-        report_out_of_memory(allocator, size, stream);
-        result = GPUCACHE_ERROR_OUT_OF_MEMORY;
+        result = report_request_too_large(allocator, size, stream);
     } else {
         /* Querying fences costs driver calls; a hit does not need the
          * blocks they free, so only every 8th allocation asks (a miss
          * always does). */
         if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0)
-            epochs_process_completed(allocator);
-        size_t rounded = size_policy_round(allocator->config, size);
+            query_fences_from_hit_path(allocator);
+        size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
+                                                   : size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
-        struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
-        /* In a plain segment the best fit is the lower bound itself. */
-        bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
-        if (block == NULL)
-            block = allocate_on_miss(allocator, pool, stream, rounded, &result);
-        if (block != NULL) {
-            /* A step of the chain may have failed before a later one succeeded. */
+        struct block *front = front_cache_take(allocator, stream, rounded, pool, size);
+        if (front != NULL) {
+            /* A front hit is a lookup of the pool for garbage collection's
+             * ages, as the tree search it replaces was. */
+            if (allocator->gc_enabled)
+                allocator->pools[pool].gc_clock++;
+            emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, front->address, size, front->size,
+                             stream);
+            *address = front->address;
             result = GPUCACHE_SUCCESS;
-            *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+        } else {
+            result = malloc_past_front(allocator, size, rounded, pool, stream, address);
         }
     }
     pthread_mutex_unlock(&allocator->mutex);
     return result;
 }
 
-gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
-                                        enum gpucache_free_kind kind, gpucache_stream stream)
+/* The free of `block` (the map's entry for `address`, or NULL) that the
+ * front did not take, under the lock. Out of line: the front's free then
+ * saves no registers. */
+__attribute__((noinline)) static gpucache_result
+free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block *block,
+            enum gpucache_free_kind kind, gpucache_stream stream)
 {
-    pthread_mutex_lock(&allocator->mutex);
-    struct block *block = block_map_remove(&allocator->allocated, address);
-    if (block == NULL) {
-        bool ours = segment_source_find(allocator, address) != NULL;
-        pthread_mutex_unlock(&allocator->mutex);
-        return ours ? GPUCACHE_ERROR_INVALID_VALUE : GPUCACHE_ALLOCATOR_NOT_OURS;
-    }
+    /* A block waiting in a front was freed already. */
+    if (block != NULL && block->state == BLOCK_FRONT)
+        block = NULL;
+    else if (block != NULL)
+        block_map_remove(&allocator->allocated, address);
+    if (block == NULL)
+        return segment_source_find(allocator, address) != NULL ? GPUCACHE_ERROR_INVALID_VALUE
+                                                               : GPUCACHE_ALLOCATOR_NOT_OURS;
     emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
                      block->requested_size, block->size, block->stream);
     struct gpucache_stats *stats = &allocator->stats;
@@ -512,14 +565,35 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
         }
         epoch_add_pending(allocator, state, block);
     }
-    pthread_mutex_unlock(&allocator->mutex);
     return GPUCACHE_SUCCESS;
+}
+
+gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
+                                        enum gpucache_free_kind kind, gpucache_stream stream)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    struct block *block = block_map_find(&allocator->allocated, address);
+    gpucache_result result = GPUCACHE_SUCCESS;
+    if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
+        stream == block->stream && front_cache_put(allocator, block)) {
+        /* Reusable at once on its own stream: the events of a same-stream
+         * free, while the statistics wait for the flush. */
+        emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                         block->requested_size, block->size, block->stream);
+        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                   block->requested_size, block->stream);
+    } else {
+        result = free_locked(allocator, address, block, kind, stream);
+    }
+    pthread_mutex_unlock(&allocator->mutex);
+    return result;
 }
 
 gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,
                                                uint64_t address)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     struct block *block = block_map_find(&allocator->allocated, address);
     struct segment *segment = block != NULL ? block->segment : NULL;
     gpucache_result result = GPUCACHE_ERROR_INVALID_VALUE;
@@ -553,6 +627,8 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 {
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
+    if (block != NULL && block->state == BLOCK_FRONT)
+        block = NULL;
     if (block != NULL && requested_size != NULL)
         *requested_size = block->requested_size;
     pthread_mutex_unlock(&allocator->mutex);
@@ -562,6 +638,7 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 void gpucache_allocator_empty_cache(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     epochs_process_completed(allocator);
     release_cached_blocks(allocator);
     pthread_mutex_unlock(&allocator->mutex);

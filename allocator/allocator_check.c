@@ -326,6 +326,7 @@ bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, s
     struct recount recount;
     memset(&recount, 0, sizeof recount);
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     bool ok = count_blocks(allocator, &recount, why, why_size) &&
               check_segments(allocator, &recount, why, why_size) &&
               check_stats(&allocator->stats, &recount, why, why_size);

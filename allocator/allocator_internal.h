@@ -27,6 +27,7 @@ enum block_state {
     BLOCK_PENDING,    /* free requested; waits for an epoch's fence */
     BLOCK_UNMAPPED,   /* expandable address range without physical pages */
     BLOCK_RETAINED,   /* freed in a segment pinned for IPC: never reused */
+    BLOCK_FRONT,      /* freed on its own stream, waiting unmerged in a front cache */
     BLOCK_STATE_COUNT
 };
 
@@ -68,6 +69,10 @@ struct block {
     uint8_t state;              /* enum block_state */
     uint8_t pool;               /* enum pool_kind */
     bool mapped;                /* false only for unmapped expandable ranges */
+    /* In a front after a fence completed its free (synchronous or on another
+     * stream): its allocation statistics fell when the free was requested,
+     * only the active ones wait for the flush. */
+    bool front_after_fence;
 };
 _Static_assert(sizeof(struct block) <= 128, "block metadata must stay within 128 bytes");
 
@@ -133,6 +138,47 @@ struct stream_state {
  * one whose stream's fence has completed: bounds the cost of a miss. */
 #define CROSS_STREAM_SCAN_LIMIT 32
 
+/* The front cache: blocks freed stream-ordered on their own stream (and
+ * blocks whose fence cleared them for every stream) wait, unsplit and
+ * unmerged and still in the address map, for a request of the same size on
+ * that stream, which takes them without a tree search, a split or most
+ * statistics updates. Any other path first merges them back
+ * (front_cache_flush), so everything that walks blocks, reports statistics,
+ * grows or gives memory back sees them as ordinary free blocks. A few
+ * streams and sizes cover the repeated shapes of a training step; a slot
+ * holds a whole epoch of synchronous frees (64); the rest takes the
+ * ordinary path. */
+#define FRONT_STREAMS 8
+#define FRONT_SIZES 4
+#define FRONT_DEPTH 64
+
+struct front_slot {
+    /* Block size | pool of the blocks it holds (sizes are multiples of 512,
+     * so one compare matches both); 0: unused. */
+    uint64_t key;
+    struct block *top;  /* most recently freed first, linked by list_next */
+    uint32_t count;
+};
+
+struct front_cache {
+    gpucache_stream stream;
+    bool used;
+    uint8_t next_victim; /* slot replaced when a new size needs one */
+    struct front_slot slots[FRONT_SIZES];
+};
+
+/* What the front's pairs (a free into the front, then a hit) owe the
+ * cumulative statistics: a pair leaves every current value and peak where
+ * it was, so only the `allocated` and `freed` totals move, summed here and
+ * added at the next flush. */
+struct front_pair_totals {
+    int64_t allocation_count; /* allocation: +count to both totals */
+    int64_t allocation_bytes; /* allocated_bytes */
+    int64_t active_count;     /* active */
+    int64_t active_bytes;     /* active_bytes */
+    int64_t requested;        /* requested_bytes, for pairs with equal requests */
+};
+
 struct block_store {
     struct block *free_list;
     void **slabs;
@@ -181,6 +227,25 @@ struct gpucache_allocator {
     size_t peer_count;
 
     struct gpucache_stats stats;
+
+    /* Front caches (front_cache.c). While blocks wait in them, the
+     * statistics still count them as allocated: their frees are applied at
+     * the flush, which every reader and every other path runs first. */
+    struct front_cache fronts[FRONT_STREAMS];
+    struct front_cache *last_front; /* the front the latest lookup found */
+    uint8_t next_front_victim;
+    /* Set only while the hit path queries fences: blocks their completions
+     * free wait in fronts then. Anywhere else (the miss chain above all)
+     * they must go to the free trees, where the caller looks next. */
+    bool completions_to_front;
+    bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
+    size_t front_blocks;
+    int64_t front_requested[POOL_COUNT]; /* requested bytes of blocks in fronts */
+    /* Blocks in fronts whose allocation statistics wait (freed on their own
+     * stream), and their bytes. */
+    int64_t front_allocated_blocks[POOL_COUNT];
+    int64_t front_allocated_bytes[POOL_COUNT];
+    struct front_pair_totals front_pairs[POOL_COUNT];
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
     gpucache_event_observer *observer;
@@ -415,6 +480,141 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
 /* A block whose free completed becomes reusable: merged with free
  * neighbours of its segment and inserted into its pool's free tree. */
 void block_free_completed(struct gpucache_allocator *allocator, struct block *block);
+
+/* block_free_completed without its event (the caller reported it). */
+void block_becomes_free(struct gpucache_allocator *allocator, struct block *block);
+
+/* Front caches (front_cache.c). */
+/* Frees and merges back every block waiting in a front and settles the
+ * statistics they owe; nothing to do is one test. */
+void front_cache_flush_slow(struct gpucache_allocator *allocator);
+static inline void front_cache_flush(struct gpucache_allocator *allocator)
+{
+    if (allocator->front_blocks != 0 || allocator->front_pairs[POOL_SMALL].active_count != 0 ||
+        allocator->front_pairs[POOL_LARGE].active_count != 0)
+        front_cache_flush_slow(allocator);
+}
+/* A block whose fence completed (free_tick 0: reusable by every stream)
+ * waits in the front of the stream it was allocated on; false (nothing done)
+ * when the front cannot take it. The caller reported its free_completed. */
+bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct block *block);
+/* Frees and merges back the front of `stream` (destroyed: its token may
+ * come back for a new stream). */
+void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
+
+/* Puts a block in a slot of its stream's front (front_cache.c's helpers
+ * and the inline puts below). */
+static inline void front_push(struct gpucache_allocator *allocator, struct front_slot *slot,
+                              struct block *block)
+{
+    block->state = BLOCK_FRONT;
+    block->list_next = slot->top;
+    slot->top = block;
+    slot->count++;
+    allocator->front_blocks++;
+    allocator->front_requested[block->pool] += (int64_t)block->requested_size;
+    if (!block->front_after_fence) {
+        block->free_tick = ++allocator->tick;
+        allocator->front_allocated_blocks[block->pool]++;
+        allocator->front_allocated_bytes[block->pool] += (int64_t)block->size;
+    }
+}
+
+/* A front or slot to claim (perhaps merging another back first), then the
+ * push; false when the slot is full. */
+bool front_put_claiming(struct gpucache_allocator *allocator, struct block *block);
+
+/* Into the front of the block's stream, the latest front first. */
+static inline bool front_put_in_front(struct gpucache_allocator *allocator, struct block *block)
+{
+    struct front_cache *front = allocator->last_front;
+    if (front != NULL && front->stream == block->stream) {
+        uint64_t key = block->size | block->pool;
+        for (int i = 0; i < FRONT_SIZES; i++) {
+            struct front_slot *slot = &front->slots[i];
+            if (slot->key == key && slot->count < FRONT_DEPTH) {
+                front_push(allocator, slot, block);
+                return true;
+            }
+        }
+    }
+    return front_put_claiming(allocator, block);
+}
+
+/* Keeps `block`, freed stream-ordered on its own stream, in that stream's
+ * front; false (nothing done) when the front cannot take it. Inline: it is
+ * the whole of such a free. */
+static inline bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
+{
+    /* Oversize blocks change oversize_allocations and are few; blocks of a
+     * pinned segment are retained, never reused. */
+    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
+        return false;
+    return front_put_in_front(allocator, block);
+}
+
+/* The front_cache_take helpers of front_cache.c: the front of `stream` when
+ * it is not the latest one; a hit whose request differs from the block's
+ * last; a hit of a block whose allocation statistics fell at its free. */
+struct front_cache *front_find_other(struct gpucache_allocator *allocator,
+                                     gpucache_stream stream);
+void front_change_requested(struct gpucache_allocator *allocator, enum pool_kind pool,
+                            uint64_t old, uint64_t requested);
+void front_count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
+                           int64_t bytes);
+
+/* A block of `size` bytes of `pool` that `stream` freed on itself (or that
+ * a fence cleared), taken out of its front and counted allocated for a
+ * request of `requested` bytes; NULL when the front holds none. Inline: it
+ * is the whole of a hit. */
+static inline struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
+                               uint64_t size, enum pool_kind pool, uint64_t requested)
+{
+    if (allocator->front_blocks == 0)
+        return NULL;
+    struct front_cache *front = allocator->last_front;
+    if (front == NULL || front->stream != stream)
+        front = front_find_other(allocator, stream);
+    if (front == NULL)
+        return NULL;
+    struct front_slot *slot = NULL;
+    for (int i = 0; i < FRONT_SIZES; i++) {
+        struct front_slot *candidate = &front->slots[i];
+        if (candidate->key == (size | pool) && candidate->top != NULL) {
+            slot = candidate;
+            break;
+        }
+    }
+    if (slot == NULL)
+        return NULL;
+    struct block *block = slot->top;
+    slot->top = block->list_next;
+    slot->count--;
+    block->list_next = NULL;
+    allocator->front_blocks--;
+    uint64_t old = block->requested_size;
+    allocator->front_requested[pool] -= (int64_t)old;
+    struct front_pair_totals *pairs = &allocator->front_pairs[pool];
+    pairs->active_count++;
+    pairs->active_bytes += (int64_t)size;
+    if (block->front_after_fence) {
+        front_count_allocated(allocator, pool, (int64_t)size);
+        block->front_after_fence = false;
+    } else {
+        allocator->front_allocated_blocks[pool]--;
+        allocator->front_allocated_bytes[pool] -= (int64_t)size;
+        pairs->allocation_count++;
+        pairs->allocation_bytes += (int64_t)size;
+    }
+    if (old == requested)
+        pairs->requested += (int64_t)old;
+    else
+        front_change_requested(allocator, pool, old, requested);
+    block->state = BLOCK_ALLOCATED;
+    block->requested_size = requested;
+    block->free_tick = 0;
+    return block;
+}
 
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */

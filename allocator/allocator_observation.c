@@ -37,6 +37,7 @@ size_t gpucache_allocator_settle(struct gpucache_allocator *allocator, int64_t p
 {
     int64_t deadline = monotonic_ns() + patience_ns;
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     if (allocator->config->reuse != GPUCACHE_REUSE_CONSERVATIVE)
         epochs_close_all_open(allocator);
     for (;;) {
@@ -59,6 +60,7 @@ void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
     memset(state, 0, sizeof *state);
     state->device = allocator->device;
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     state->allocated = (uint64_t)allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
     state->reserved = (uint64_t)allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current;
     /* A walk of every free block: this runs after a failure, not per call. */
@@ -81,6 +83,7 @@ void gpucache_allocator_memory_state(struct gpucache_allocator *allocator,
 size_t gpucache_allocator_cached_free_bytes(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     int64_t cached = allocator->stats.reserved_bytes[GPUCACHE_STAT_ALL].current -
                      allocator->stats.allocated_bytes[GPUCACHE_STAT_ALL].current;
     pthread_mutex_unlock(&allocator->mutex);
@@ -91,6 +94,7 @@ void gpucache_allocator_get_stats(struct gpucache_allocator *allocator,
                                   struct gpucache_stats *stats)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     *stats = allocator->stats;
     pthread_mutex_unlock(&allocator->mutex);
 }

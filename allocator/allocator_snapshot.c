@@ -156,6 +156,7 @@ bool gpucache_allocator_visit_segments_then(
     void (*finished)(void *context), void *context)
 {
     pthread_mutex_lock(&allocator->mutex);
+    front_cache_flush(allocator);
     size_t count = 0;
     struct block **heads = segment_heads(allocator, &count);
     struct gpucache_block_info *blocks =

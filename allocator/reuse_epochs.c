@@ -81,7 +81,12 @@ static void free_pending_list(struct gpucache_allocator *allocator, struct block
         block->free_tick = 0;
         blocks++;
         bytes += (int64_t)block->size;
-        block_free_completed(allocator, block);
+        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                   block->requested_size, block->stream);
+        /* Cleared for every stream now: its own stream's next request of its
+         * size takes it from the front. */
+        if (!front_cache_put_after_fence(allocator, block))
+            block_becomes_free(allocator, block);
     }
     stat_decrease(&allocator->stats.pending_blocks, blocks);
     stat_decrease(&allocator->stats.pending_bytes, bytes);
@@ -553,6 +558,9 @@ void gpucache_allocator_stream_destroyed(struct gpucache_allocator *allocator,
                                          gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
+    /* The token may name a new stream next: nothing of the old one may
+     * wait for it in a front. */
+    front_cache_flush_stream(allocator, stream);
     epochs_retire_stream(allocator, stream);
     pthread_mutex_unlock(&allocator->mutex);
 }

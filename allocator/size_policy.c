@@ -24,6 +24,14 @@ static size_t round_to_power2_division(size_t size, uint32_t divisions)
     return round_up(size, step);
 }
 
+bool size_policy_rounds_plainly(const struct gpucache_config *config)
+{
+    for (int bucket = 0; bucket < GPUCACHE_ROUNDUP_BUCKETS; bucket++)
+        if (config->roundup_power2_divisions[bucket] > 1)
+            return false;
+    return true;
+}
+
 size_t size_policy_round(const struct gpucache_config *config, size_t size)
 {
     if (size < MIN_BLOCK_SIZE)
@@ -33,11 +41,6 @@ size_t size_policy_round(const struct gpucache_config *config, size_t size)
     if (divisions > 1 && size > MIN_BLOCK_SIZE * divisions)
         return round_to_power2_division(size, divisions);
     return round_up(size, MIN_BLOCK_SIZE);
-}
-
-bool size_policy_is_small(size_t rounded_size)
-{
-    return rounded_size <= SMALL_SIZE;
 }
 
 size_t size_policy_segment_size(const struct gpucache_config *config, size_t rounded_size)

@@ -20,8 +20,25 @@
  * or roundup_power2_divisions rounding). */
 size_t size_policy_round(const struct gpucache_config *config, size_t size);
 
-/* True when a rounded size is served from the small pool (<= 1 MiB). */
-bool size_policy_is_small(size_t rounded_size);
+/* True when a rounded size is served from the small pool (<= 1 MiB).
+ * Inline: every allocation asks. */
+static inline bool size_policy_is_small(size_t rounded_size)
+{
+    return rounded_size <= SMALL_SIZE;
+}
+
+/* True when no roundup_power2_divisions apply: every request is then
+ * rounded to a multiple of 512 (size_policy_round_plainly). */
+bool size_policy_rounds_plainly(const struct gpucache_config *config);
+
+/* size_policy_round under size_policy_rounds_plainly, inline for the hit
+ * path. */
+static inline size_t size_policy_round_plainly(size_t size)
+{
+    if (size < MIN_BLOCK_SIZE)
+        return MIN_BLOCK_SIZE;
+    return (size + MIN_BLOCK_SIZE - 1) & ~(MIN_BLOCK_SIZE - 1);
+}
 
 /* The size of a new segment for a rounded request. */
 size_t size_policy_segment_size(const struct gpucache_config *config, size_t rounded_size);

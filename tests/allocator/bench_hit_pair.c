@@ -1,9 +1,11 @@
 /* Cache-hit malloc + free pair, in nanoseconds: the median over many
- * batches, for one thread and for two threads sharing the allocator.
+ * batches, for one thread and for two or four threads sharing the
+ * allocator, each on its own stream, on an empty cache or among 10^6 live
+ * blocks of varied sizes with free holes between them.
  *
  *   bench_hit_pair [batches [case]]
  *
- * `case` (1-5) runs one line of the table only. The timed pairs run in
+ * `case` (1-9) runs one line of the table only. The timed pairs run in
  * run_pairs() alone, so that an instruction count of them is one command:
  *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=run_pairs \
  *       bench_hit_pair 50 4
@@ -20,6 +22,7 @@
 #define MAX_BATCHES 100001
 #define PAIRS_PER_BATCH 1000
 #define WARM_UP_PAIRS 10000
+#define MAX_THREADS 4
 
 static int batches = 2001;
 
@@ -91,15 +94,44 @@ static void *measure(void *argument)
     return NULL;
 }
 
-static void report(const char *what, size_t size, enum gpucache_free_kind kind, int threads)
+/* `count` blocks on `stream`, of sizes from 512 B to 1 MiB with one in 64
+ * of 2-8 MiB, every third freed again (on its stream): the free trees then
+ * hold a third of them as holes between live blocks. Statistics are read
+ * at the end, which merges back whatever waits in a front, as an ordinary
+ * program's reads would. */
+static void populate(struct gpucache_allocator *allocator, gpucache_stream stream, long count)
+{
+    uint64_t state = 0x9E3779B97F4A7C15u;
+    for (long i = 0; i < count; i++) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        uint64_t draw = state >> 33;
+        size_t size = (draw & 63) == 0 ? ((size_t)2 << 20) + (size_t)(draw % (6u << 20))
+                                       : 512 + (size_t)(draw % (1u << 20));
+        uint64_t address;
+        if (gpucache_allocator_malloc(allocator, size, stream, &address) != 0)
+            abort();
+        if (i % 3 == 2)
+            gpucache_allocator_free(allocator, address, GPUCACHE_FREE_STREAM_ORDERED, stream);
+    }
+    struct gpucache_stats stats;
+    gpucache_allocator_get_stats(allocator, &stats);
+    fprintf(stderr, "%ld blocks: %lld live, %lld segments, %.1f GiB reserved\n", count,
+            (long long)stats.allocation[0].current, (long long)stats.segment[0].current,
+            (double)stats.reserved_bytes[0].current / (1 << 30));
+}
+
+static void report(const char *what, size_t size, enum gpucache_free_kind kind, int threads,
+                   long live)
 {
     struct gpucache_config config;
     gpucache_config_defaults(&config);
-    struct accounting_driver *driver = accounting_driver_create((uint64_t)64 << 30, 0);
+    struct accounting_driver *driver = accounting_driver_create((uint64_t)1 << 46, 0);
     struct gpucache_allocator *allocator =
         gpucache_allocator_create(&config, accounting_driver_interface(driver), 0);
-    struct run runs[2];
-    pthread_t ids[2];
+    if (live > 0)
+        populate(allocator, (gpucache_stream)0x1000, live);
+    struct run runs[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++) {
@@ -120,8 +152,8 @@ static void report(const char *what, size_t size, enum gpucache_free_kind kind, 
     }
     double wall_per_pair = (double)(last_finish - first_start) /
                            ((double)threads * batches * PAIRS_PER_BATCH);
-    printf("%-44s %d thread%s: median %6.1f ns per pair", what, threads,
-           threads == 1 ? " " : "s", runs[0].median_ns);
+    printf("%-44s%s %d thread%s: median %6.1f ns per pair", what,
+           live > 0 ? ", 10^6 live" : "", threads, threads == 1 ? " " : "s", runs[0].median_ns);
     for (int i = 1; i < threads; i++)
         printf(" (thread %d: %.1f)", i + 1, runs[i].median_ns);
     printf(", wall %6.1f ns per pair of all threads\n", wall_per_pair);
@@ -135,15 +167,21 @@ struct bench_case {
     size_t size;
     enum gpucache_free_kind kind;
     int threads;
+    long live; /* blocks allocated (a third freed again) before measuring */
 };
 
 static const struct bench_case cases[] = {
-    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1},
-    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 2},
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1, 0},
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 2, 0},
     {"32 MiB, cuMemFreeAsync on the same stream", (size_t)32 << 20,
-     GPUCACHE_FREE_STREAM_ORDERED, 1},
-    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1},
-    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 2},
+     GPUCACHE_FREE_STREAM_ORDERED, 1, 0},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1, 0},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 2, 0},
+    /* 1.5 * 10^6 allocated, a third freed: 10^6 live blocks. */
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 1, 1500000},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 1, 1500000},
+    {"4 KiB, cuMemFreeAsync on the same stream", 4096, GPUCACHE_FREE_STREAM_ORDERED, 4, 0},
+    {"4 KiB, cuMemFree (epochs, fences complete)", 4096, GPUCACHE_FREE_SYNCHRONOUS, 4, 0},
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
@@ -161,6 +199,6 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < CASE_COUNT; i++)
         if (only == 0 || only == i + 1)
-            report(cases[i].what, cases[i].size, cases[i].kind, cases[i].threads);
+            report(cases[i].what, cases[i].size, cases[i].kind, cases[i].threads, cases[i].live);
     return 0;
 }
