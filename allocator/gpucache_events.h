@@ -29,7 +29,10 @@ enum gpucache_event_action {
 };
 
 struct gpucache_event {
-    uint64_t time_ns; /* CLOCK_REALTIME, nanoseconds since the Unix epoch */
+    /* CLOCK_REALTIME, nanoseconds since the Unix epoch; ticks of
+     * gpucache_event_clock when `reserved` has GPUCACHE_EVENT_TICKS (as the
+     * allocator stamps them). */
+    uint64_t time_ns;
     uint64_t address; /* for GPUCACHE_EVENT_OOM: the device's free bytes */
     uint64_t size;
     uint64_t stream;  /* the stream handle's value; 0 is the legacy stream */
@@ -42,8 +45,12 @@ struct gpucache_event {
     uint32_t thread;  /* the kernel thread id of the caller */
     int16_t device;
     uint8_t action;   /* enum gpucache_event_action */
-    uint8_t reserved;
+    uint8_t reserved; /* GPUCACHE_EVENT_TICKS or 0 */
 };
+
+/* In `reserved`: time_ns holds gpucache_event_clock()'s ticks, not wall
+ * time; the event log converts when it copies the event out. */
+#define GPUCACHE_EVENT_TICKS 1u
 
 /* The current time in the events' clock. Inline, as the allocator stamps
  * events with it without linking the report library. */
@@ -54,13 +61,42 @@ static inline uint64_t gpucache_event_now(void)
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
+/* Nonzero when gpucache_event_clock reads the time-stamp counter: x86-64
+ * with the kernel itself keeping time by it (so it is invariant and in step
+ * across cores). Set by gpucache_event_clock_init. */
+extern int gpucache_event_clock_is_tsc __attribute__((visibility("hidden")));
+
+/* Decides what gpucache_event_clock reads, once per process; called before
+ * the first event is recorded (the event log does when it is created). */
+void gpucache_event_clock_init(void) __attribute__((visibility("hidden")));
+
+/* The clock events are stamped with on the hot path, in ticks: the TSC
+ * where gpucache_event_clock_is_tsc (a few ns, no call), else
+ * CLOCK_MONOTONIC ns. The event log turns ticks into wall time when it is
+ * read (gpucache_event_log_copy). */
+static inline uint64_t gpucache_event_clock(void)
+{
+#if defined(__x86_64__)
+    if (__builtin_expect(gpucache_event_clock_is_tsc, 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* The calling thread's kernel thread id once gpucache_event_thread_id has
+ * asked for it, else 0. Initial-exec: in libgpucache.so the default model
+ * would call __tls_get_addr per event. */
+static _Thread_local __attribute__((tls_model("initial-exec"), unused)) uint32_t
+    gpucache_event_known_thread_id;
+
 /* The calling thread's kernel thread id, cached per thread. */
 static inline uint32_t gpucache_event_thread_id(void)
 {
-    static _Thread_local uint32_t cached;
-    if (cached == 0)
-        cached = (uint32_t)gettid();
-    return cached;
+    if (gpucache_event_known_thread_id == 0)
+        gpucache_event_known_thread_id = (uint32_t)gettid();
+    return gpucache_event_known_thread_id;
 }
 
 /* Receives events as they happen (the allocator's observer). */
