@@ -1,6 +1,7 @@
 /* The allocator's events, one operation at a time: which actions, in which
  * order, with which addresses, sizes and streams. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "accounting_driver.h"
@@ -179,5 +180,59 @@ Test(allocator_events, forgetting_segments_reports_them_gone)
     cr_assert_eq(events[2].size, 2 * MiB);
     free(events);
     f.allocator = gpucache_allocator_create(&f.config, accounting_driver_interface(f.driver), 3);
+    close_fixture(&f);
+}
+
+/* Another thread's events, still in that thread's unpublished chunk when
+ * the OOM happens, are in what a snapshot at the OOM copies: they happened
+ * before it (the OOM first releases the worker's cached segment). */
+struct worker {
+    struct events_fixture *f;
+    pthread_barrier_t *done; /* the worker waits, alive, until the copy */
+    uint64_t address;
+};
+
+static void *allocate_then_wait(void *argument)
+{
+    struct worker *worker = argument;
+    cr_assert_eq(gpucache_allocator_malloc(worker->f->allocator, 2 * MiB, STREAM,
+                                           &worker->address), 0);
+    gpucache_allocator_free(worker->f->allocator, worker->address, GPUCACHE_FREE_STREAM_ORDERED,
+                            STREAM);
+    pthread_barrier_wait(&worker->done[0]);
+    pthread_barrier_wait(&worker->done[1]);
+    return NULL;
+}
+
+Test(allocator_events, an_oom_copy_holds_a_live_thread_events_before_it)
+{
+    struct events_fixture f;
+    open_fixture(&f, "", 64 * MiB);
+    pthread_barrier_t done[2];
+    pthread_barrier_init(&done[0], NULL, 2);
+    pthread_barrier_init(&done[1], NULL, 2);
+    struct worker worker = {&f, done, 0};
+    pthread_t thread;
+    pthread_create(&thread, NULL, allocate_then_wait, &worker);
+    pthread_barrier_wait(&done[0]);
+    uint64_t refused;
+    cr_assert_eq(gpucache_allocator_malloc(f.allocator, 100 * MiB, 0, &refused),
+                 GPUCACHE_ERROR_OUT_OF_MEMORY);
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(f.log, -1, &count);
+    pthread_barrier_wait(&done[1]);
+    pthread_join(thread, NULL);
+    static const enum gpucache_event_action expected[] = {
+        GPUCACHE_EVENT_SEGMENT_ALLOC, GPUCACHE_EVENT_ALLOC, GPUCACHE_EVENT_FREE_REQUESTED,
+        GPUCACHE_EVENT_FREE_COMPLETED, GPUCACHE_EVENT_SEGMENT_FREE, GPUCACHE_EVENT_OOM};
+    cr_assert_eq(count, 6, "%zu events, expected the worker's 4, the release and the oom", count);
+    for (size_t index = 0; index < count; index++)
+        cr_assert_eq(events[index].action, expected[index], "event %zu is %s", index,
+                     gpucache_event_action_name(events[index].action));
+    cr_assert_eq(events[1].address, worker.address);
+    cr_assert_neq(events[1].thread, events[5].thread, "two threads recorded them");
+    free(events);
+    pthread_barrier_destroy(&done[0]);
+    pthread_barrier_destroy(&done[1]);
     close_fixture(&f);
 }

@@ -1,6 +1,8 @@
 /* The event log: order, per-device copies, the event limit, clearing. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "gpucache_event_log.h"
 
@@ -86,4 +88,102 @@ Test(event_log, names_actions_as_pytorch_does)
     cr_assert_str_eq(gpucache_event_action_name(GPUCACHE_EVENT_SEGMENT_UNMAP), "segment_unmap");
     cr_assert_str_eq(gpucache_event_action_name(GPUCACHE_EVENT_OOM), "oom");
     cr_assert_str_eq(gpucache_event_action_name(GPUCACHE_EVENT_ACTION_COUNT), "?");
+}
+
+/* Events of threads that exited before the copy, each fewer than a chunk so
+ * that none was ever published: the copy must read the buffers they left,
+ * and later threads reuse those buffers without losing what they hold. */
+struct numbered_thread {
+    struct gpucache_event_log *log;
+    uint64_t first, count;
+};
+
+static void *append_numbered(void *argument)
+{
+    const struct numbered_thread *work = argument;
+    for (uint64_t number = work->first; number < work->first + work->count; number++) {
+        struct gpucache_event event = {.address = number, .action = GPUCACHE_EVENT_ALLOC};
+        gpucache_event_log_append(work->log, &event);
+    }
+    return NULL;
+}
+
+Test(event_log, keeps_the_events_of_threads_that_exited)
+{
+    struct gpucache_event_log *log = gpucache_event_log_create(0);
+    for (uint64_t round = 0; round < 50; round++) {
+        struct numbered_thread work = {log, round * 10, 10};
+        pthread_t thread;
+        pthread_create(&thread, NULL, append_numbered, &work);
+        pthread_join(thread, NULL);
+    }
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
+    cr_assert_eq(count, 500, "%zu events of 500", count);
+    for (size_t index = 0; index < count; index++)
+        cr_assert_eq(events[index].address, index, "event %zu", index);
+    free(events);
+    gpucache_event_log_destroy(log);
+}
+
+/* Threads that append under one lock, as the allocator's threads do: the
+ * copy is in the lock's order, across threads and chunk boundaries. */
+static pthread_mutex_t ordering_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t ordering_next;
+
+static void *append_in_lock_order(void *argument)
+{
+    struct gpucache_event_log *log = argument;
+    for (int repeat = 0; repeat < 5000; repeat++) {
+        pthread_mutex_lock(&ordering_lock);
+        struct gpucache_event event = {.address = ordering_next++, .action = GPUCACHE_EVENT_ALLOC};
+        gpucache_event_log_append(log, &event);
+        pthread_mutex_unlock(&ordering_lock);
+    }
+    return NULL;
+}
+
+Test(event_log, interleaved_threads_keep_the_global_order)
+{
+    struct gpucache_event_log *log = gpucache_event_log_create(0);
+    pthread_t threads[4];
+    for (int index = 0; index < 4; index++)
+        pthread_create(&threads[index], NULL, append_in_lock_order, log);
+    for (int index = 0; index < 4; index++)
+        pthread_join(threads[index], NULL);
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
+    cr_assert_eq(count, 20000);
+    for (size_t index = 0; index < count; index++)
+        cr_assert_eq(events[index].address, index, "event %zu is %lu", index,
+                     (unsigned long)events[index].address);
+    free(events);
+    gpucache_event_log_destroy(log);
+}
+
+/* The allocator's events carry clock ticks; what is copied out is wall
+ * time again, and ticks a known time apart stay that far apart. */
+Test(event_log, turns_ticks_into_wall_time)
+{
+    struct gpucache_event_log *log = gpucache_event_log_create(0);
+    struct gpucache_event event = {.time_ns = gpucache_event_clock(),
+                                   .reserved = GPUCACHE_EVENT_TICKS};
+    uint64_t wall = gpucache_event_now();
+    gpucache_event_log_append(log, &event);
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    event.time_ns = gpucache_event_clock();
+    gpucache_event_log_append(log, &event);
+    size_t count;
+    struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
+    cr_assert_eq(count, 2);
+    cr_assert_eq(events[0].reserved, 0);
+    int64_t off = (int64_t)(events[0].time_ns - wall);
+    /* Bounds loose enough for a loaded machine: this checks the conversion,
+     * not the scheduler. */
+    cr_assert(off > -100000000 && off < 100000000, "%lld ns from the wall clock",
+              (long long)off);
+    int64_t apart = (int64_t)(events[1].time_ns - events[0].time_ns);
+    cr_assert(apart >= 49000000 && apart < 2000000000, "%lld ns apart", (long long)apart);
+    free(events);
+    gpucache_event_log_destroy(log);
 }
