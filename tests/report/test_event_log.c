@@ -126,18 +126,30 @@ Test(event_log, keeps_the_events_of_threads_that_exited)
     gpucache_event_log_destroy(log);
 }
 
-/* Threads that append under one lock, as the allocator's threads do: the
- * copy is in the lock's order, across threads and chunk boundaries. */
+/* Threads that append under one lock, as the allocator's threads do, and
+ * strictly in turn so that every thread's chunk holds every fourth event:
+ * the copy is in the lock's order, across threads and chunk boundaries. */
+#define TURN_THREADS 4
+#define TURN_EVENTS 3000
 static pthread_mutex_t ordering_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ordering_turn = PTHREAD_COND_INITIALIZER;
 static uint64_t ordering_next;
+
+struct turn_taker {
+    struct gpucache_event_log *log;
+    uint64_t turn;
+};
 
 static void *append_in_lock_order(void *argument)
 {
-    struct gpucache_event_log *log = argument;
-    for (int repeat = 0; repeat < 5000; repeat++) {
+    const struct turn_taker *taker = argument;
+    for (int repeat = 0; repeat < TURN_EVENTS; repeat++) {
         pthread_mutex_lock(&ordering_lock);
+        while (ordering_next % TURN_THREADS != taker->turn)
+            pthread_cond_wait(&ordering_turn, &ordering_lock);
         struct gpucache_event event = {.address = ordering_next++, .action = GPUCACHE_EVENT_ALLOC};
-        gpucache_event_log_append(log, &event);
+        gpucache_event_log_append(taker->log, &event);
+        pthread_cond_broadcast(&ordering_turn);
         pthread_mutex_unlock(&ordering_lock);
     }
     return NULL;
@@ -146,14 +158,17 @@ static void *append_in_lock_order(void *argument)
 Test(event_log, interleaved_threads_keep_the_global_order)
 {
     struct gpucache_event_log *log = gpucache_event_log_create(0);
-    pthread_t threads[4];
-    for (int index = 0; index < 4; index++)
-        pthread_create(&threads[index], NULL, append_in_lock_order, log);
-    for (int index = 0; index < 4; index++)
+    pthread_t threads[TURN_THREADS];
+    struct turn_taker takers[TURN_THREADS];
+    for (int index = 0; index < TURN_THREADS; index++) {
+        takers[index] = (struct turn_taker){log, (uint64_t)index};
+        pthread_create(&threads[index], NULL, append_in_lock_order, &takers[index]);
+    }
+    for (int index = 0; index < TURN_THREADS; index++)
         pthread_join(threads[index], NULL);
     size_t count;
     struct gpucache_event *events = gpucache_event_log_copy(log, -1, &count);
-    cr_assert_eq(count, 20000);
+    cr_assert_eq(count, TURN_THREADS * TURN_EVENTS);
     for (size_t index = 0; index < count; index++)
         cr_assert_eq(events[index].address, index, "event %zu is %lu", index,
                      (unsigned long)events[index].address);
