@@ -30,14 +30,15 @@
 #define EVENTS_PER_CHUNK 2048
 
 struct entry {
-    struct gpucache_event event;
     uint64_t sequence;
+    struct gpucache_event event;
 };
 
+/* The entries first: an entry's address is then the chunk's plus a shift. */
 struct chunk {
-    struct chunk *next;
-    size_t used; /* atomic: written by the owning thread only, read by readers */
     struct entry entries[EVENTS_PER_CHUNK];
+    size_t used; /* atomic: written by the owning thread only, read by readers */
+    struct chunk *next;
 };
 
 /* One thread's place in one log. `current` changes only under the log's
@@ -321,8 +322,8 @@ static inline void put(struct gpucache_event_log *log, struct chunk *chunk, size
                        const struct gpucache_event *event)
 {
     struct entry *entry = &chunk->entries[used];
-    entry->event = *event;
     entry->sequence = __atomic_fetch_add(&log->next_sequence, 1, __ATOMIC_RELAXED);
+    entry->event = *event;
     __atomic_store_n(&chunk->used, used + 1, __ATOMIC_RELEASE);
 }
 
