@@ -472,7 +472,8 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
                                           size_t size);
 void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
 /* Drops every epoch and stream state without waiting; their fences are
- * released through the driver unless its context is gone (abandon). */
+ * released through the driver unless its context is gone (abandon): then
+ * only their host memory goes back (fence_forget). */
 void epochs_discard(struct gpucache_allocator *allocator, bool release_fences);
 bool synchronize_device_for_reuse(struct gpucache_allocator *allocator);
 

@@ -492,6 +492,8 @@ static void discard_state(struct gpucache_allocator *allocator, struct stream_st
         state->oldest = epoch->next;
         if (release_fences)
             driver_fence_release(allocator, epoch->fence);
+        else if (allocator->driver->fence_forget != NULL && epoch->fence != NULL)
+            allocator->driver->fence_forget(allocator->driver->context, epoch->fence);
         free(epoch);
     }
     state->newest = NULL;

@@ -58,6 +58,10 @@ struct gpucache_driver {
     gpucache_result (*fence_query)(void *context, gpucache_fence *fence);
     gpucache_result (*fence_wait)(void *context, gpucache_fence *fence);
     void (*fence_release)(void *context, gpucache_fence *fence);
+    /* Frees the host memory of a fence whose context is gone, without a
+     * driver call (its events died with the context). May be NULL when the
+     * implementation reclaims such fences itself. */
+    void (*fence_forget)(void *context, gpucache_fence *fence);
     /* Blocks until all work in the device's context is done. */
     gpucache_result (*synchronize_device)(void *context, int device);
     /* True while a stream capture is active in the device's context: no

@@ -164,6 +164,12 @@ static void fence_release(void *context, struct gpucache_fence *fence)
     free(fence);
 }
 
+static void fence_forget(void *context, struct gpucache_fence *fence)
+{
+    (void)context;
+    free(fence);
+}
+
 /* Records one more event of `fence` on `stream`. */
 static CUresult fence_record(struct gpucache_fence *fence, CUstream stream)
 {
@@ -445,6 +451,7 @@ static const struct gpucache_driver cuda_driver = {
     .fence_query = fence_query,
     .fence_wait = fence_wait,
     .fence_release = fence_release,
+    .fence_forget = fence_forget,
     .synchronize_device = synchronize_device,
     .capture_active = capture_active,
     .page_granularity = page_granularity,
