@@ -136,8 +136,7 @@ static void free_stitch(struct stitch *stitch)
  * no longer mapped (moved, or released by a failed return) becomes a hole
  * in its free block. Sources of one block were collected in address order
  * and are punched from the highest, so the block's struct still holds the
- * lower ones. A source segment left with no mapped page is given back, as
- * a release would. */
+ * lower ones. */
 static void finish_stitch(struct gpucache_allocator *allocator, struct stitch *stitch)
 {
     for (size_t i = stitch->count; i-- > 0;) {
@@ -151,11 +150,7 @@ static void finish_stitch(struct gpucache_allocator *allocator, struct stitch *s
         struct block *owner = stitch->owners[i];
         uint64_t hole_start = source->segment->base + source->first_page * source->segment->page_size;
         uint64_t hole_end = hole_start + source->pages * source->segment->page_size;
-        struct segment *segment = owner->segment;
-        struct block *hole =
-            expandable_punch_hole(allocator, owner, hole_start, hole_end, middle, tail);
-        if (hole->address == segment->base && hole->size == segment->size)
-            expandable_destroy_segment(allocator, segment);
+        expandable_punch_hole(allocator, owner, hole_start, hole_end, middle, tail);
     }
     free_stitch(stitch);
 }

@@ -77,12 +77,12 @@ static inline void absorb_next(struct gpucache_allocator *allocator, struct bloc
 /* Turns the whole pages [hole_start, hole_end) of the free block `block`,
  * no longer mapped in vmm/, into an unmapped block, merged with unmapped
  * neighbours; what lies before and after stays free. Counts the pages out
- * of reserved memory and reports a segment_unmap. `middle` and `tail` are
- * spare structs it consumes. Returns the unmapped block holding the hole
- * (expandable_release.c). */
-struct block *expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
-                                   uint64_t hole_start, uint64_t hole_end, struct block *middle,
-                                   struct block *tail);
+ * of reserved memory and reports a segment_unmap; a segment left with no
+ * mapped page is given back. `middle` and `tail` are spare structs it
+ * consumes (expandable_release.c). */
+void expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
+                           uint64_t hole_start, uint64_t hole_end, struct block *middle,
+                           struct block *tail);
 
 /* A new segment for (pool, stream) able to hold `size` bytes: its whole
  * reservation one unmapped block (expandable_lifecycle.c). OUT_OF_MEMORY

@@ -25,7 +25,7 @@ static struct block *merge_unmapped(struct gpucache_allocator *allocator,
     return block;
 }
 
-struct block *expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
+void expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
                                    uint64_t hole_start, uint64_t hole_end, struct block *middle,
                                    struct block *tail)
 {
@@ -91,7 +91,8 @@ struct block *expandable_punch_hole(struct gpucache_allocator *allocator, struct
                       -(int64_t)(hole_end - hole_start));
     emit_event(allocator, GPUCACHE_EVENT_SEGMENT_UNMAP, hole_start, hole_end - hole_start,
                segment->stream);
-    return middle;
+    if (middle->address == segment->base && middle->size == segment->size)
+        expandable_destroy_segment(allocator, segment);
 }
 
 /* Unmaps the whole handles inside the free block `block`. Returns the bytes of
@@ -135,9 +136,7 @@ static size_t release_block_pages(struct gpucache_allocator *allocator, struct b
     uint64_t hole_start = segment->base + first * page_size;
     uint64_t hole_end = hole_start + unmapped_pages * page_size;
     allocator->stats.num_device_free += change.handles_released;
-    struct block *hole = expandable_punch_hole(allocator, block, hole_start, hole_end, middle, tail);
-    if (hole->address == segment->base && hole->size == segment->size)
-        expandable_destroy_segment(allocator, segment);
+    expandable_punch_hole(allocator, block, hole_start, hole_end, middle, tail);
     return released;
 }
 

@@ -307,14 +307,12 @@ static gpucache_result map_run(struct gpucache_expandable_segment *segment, size
     return GPUCACHE_SUCCESS;
 }
 
-/* The source whose handle a stitched map moved to `page` of `segment`, or
- * NULL. */
-static struct gpucache_expandable_source *moved_to(const struct gpucache_expandable_segment *segment,
-                                                   size_t page,
+/* The source whose handle the stitched map under way moved to `page` of
+ * its target, or NULL. */
+static struct gpucache_expandable_source *moved_to(size_t page,
                                                    struct gpucache_expandable_source *sources,
                                                    size_t source_count)
 {
-    (void)segment;
     for (size_t i = 0; i < source_count; i++)
         if (sources[i].moved && sources[i].target_page == page)
             return &sources[i];
@@ -441,7 +439,7 @@ static void roll_back_runs(struct gpucache_expandable_segment *segment, size_t f
         size_t pages = segment->handle_pages[page];
         gpucache_page_handle handle = segment->handles[page];
         struct gpucache_expandable_source *source =
-            moved_to(segment, page, sources, source_count);
+            moved_to(page, sources, source_count);
         segment->stats.driver_unmaps++;
         bool unmapped = driver->page_unmap(driver->context, segment->device,
                                            page_address(segment, page),
@@ -576,7 +574,7 @@ gpucache_result gpucache_expandable_segment_map_stitched(
         bit_nset(segment->held, page, page + pages - 1);
         bit_set(segment->handle_start, page);
         segment->stats.handles++;
-        if (moved_to(segment, page, sources, source_count) != NULL) {
+        if (moved_to(page, sources, source_count) != NULL) {
             moved_now++;
             moved_pages += pages;
         } else {
