@@ -12,9 +12,14 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
                                                      const struct gpucache_driver *driver,
                                                      int device)
 {
-    struct gpucache_allocator *allocator = calloc(1, sizeof *allocator);
+    /* Aligned as its fronts are: each front's lock owns its cache line. */
+    size_t bytes = (sizeof(struct gpucache_allocator) + _Alignof(struct gpucache_allocator) - 1) /
+                   _Alignof(struct gpucache_allocator) * _Alignof(struct gpucache_allocator);
+    struct gpucache_allocator *allocator =
+        aligned_alloc(_Alignof(struct gpucache_allocator), bytes);
     if (allocator == NULL)
         return NULL;
+    memset(allocator, 0, bytes);
     if (pthread_mutex_init(&allocator->mutex, NULL) != 0) {
         free(allocator);
         return NULL;
@@ -26,6 +31,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
         RB_INIT(&allocator->pools[pool].free_blocks);
     RB_INIT(&allocator->segments);
     allocator->all_streams.all_streams = true;
+    front_cache_init(allocator);
     allocator->rounds_plainly = size_policy_rounds_plainly(config);
     allocator->stats.max_split_size =
         config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
@@ -36,7 +42,6 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
      * (resolve_memory_limits). */
     allocator->allowed_memory_maximum = UINT64_MAX;
     allocator->memory_limits_known = config->per_process_memory_fraction >= 1.0;
-    allocator->gc_enabled = false;
     return allocator;
 }
 
@@ -493,6 +498,14 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
 {
     if (size == 0 || address == NULL)
         return GPUCACHE_ERROR_INVALID_VALUE;
+    bool query_due = false;
+    if (size <= ALLOCATION_HARD_LIMIT) {
+        uint64_t hit = front_lane_take(allocator, stream, size, &query_due);
+        if (hit != 0) {
+            *address = hit;
+            return GPUCACHE_SUCCESS;
+        }
+    }
     pthread_mutex_lock(&allocator->mutex);
     gpucache_result result;
     if (size > ALLOCATION_HARD_LIMIT) {
@@ -501,7 +514,8 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
         /* Querying fences costs driver calls; a hit does not need the
          * blocks they free, so only every 8th allocation asks (a miss
          * always does). */
-        if (allocator->closed_epoch_count != 0 && (allocator->mallocs_since_query++ & 7) == 0)
+        if (allocator->closed_epoch_count != 0 &&
+            (query_due || (allocator->mallocs_since_query++ & 7) == 0))
             query_fences_from_hit_path(allocator);
         size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
                                                    : size_policy_round(allocator->config, size);
@@ -531,10 +545,7 @@ __attribute__((noinline)) static gpucache_result
 free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block *block,
             enum gpucache_free_kind kind, gpucache_stream stream)
 {
-    /* A block waiting in a front was freed already. */
-    if (block != NULL && block->state == BLOCK_FRONT)
-        block = NULL;
-    else if (block != NULL)
+    if (block != NULL)
         block_map_remove(&allocator->allocated, address);
     if (block == NULL)
         return segment_source_find(allocator, address) != NULL ? GPUCACHE_ERROR_INVALID_VALUE
@@ -554,7 +565,7 @@ free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block
                    allocator->config->reuse == GPUCACHE_REUSE_RELAXED;
     if (same_stream || relaxed) {
         /* Work on its own stream is ordered before any reuse there. */
-        block->free_tick = ++allocator->tick;
+        block->free_tick = allocator_next_tick(allocator);
         block_free_completed(allocator, block);
     } else {
         struct stream_state *state = &allocator->all_streams;
@@ -571,8 +582,14 @@ free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block
 gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
                                         enum gpucache_free_kind kind, gpucache_stream stream)
 {
+    if (kind == GPUCACHE_FREE_STREAM_ORDERED && front_lane_put(allocator, address, stream))
+        return GPUCACHE_SUCCESS;
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
+    /* A front's block is allocated when the front handed it out (it leaves
+     * the front now); waiting in a slot, it was freed already. */
+    if (block != NULL && block->state == BLOCK_FRONT && !front_cache_handed_out(allocator, block, true))
+        block = NULL;
     gpucache_result result = GPUCACHE_SUCCESS;
     if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
         stream == block->stream && front_cache_put(allocator, block)) {
@@ -627,7 +644,7 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 {
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
-    if (block != NULL && block->state == BLOCK_FRONT)
+    if (block != NULL && block->state == BLOCK_FRONT && !front_cache_handed_out(allocator, block, false))
         block = NULL;
     if (block != NULL && requested_size != NULL)
         *requested_size = block->requested_size;

@@ -50,8 +50,11 @@ struct segment {
 };
 
 /* One piece of a segment. At most 128 bytes (two cache lines): metadata
- * stays a quarter of the smallest block (512 B) at worst. */
+ * stays a quarter of the smallest block (512 B) at worst. Aligned to a
+ * cache line, so that blocks that threads on different streams use side by
+ * side never share one. */
 struct block {
+    _Alignas(64)
     RB_ENTRY(block) tree_link;  /* free tree of its pool */
     uint64_t address;
     uint64_t size;
@@ -73,6 +76,7 @@ struct block {
      * stream): its allocation statistics fell when the free was requested,
      * only the active ones wait for the flush. */
     bool front_after_fence;
+    uint8_t front; /* index of its front while BLOCK_FRONT */
 };
 _Static_assert(sizeof(struct block) <= 128, "block metadata must stay within 128 bytes");
 
@@ -147,10 +151,28 @@ struct stream_state {
  * grows or gives memory back sees them as ordinary free blocks. A few
  * streams and sizes cover the repeated shapes of a training step; a slot
  * holds a whole epoch of synchronous frees (64); the rest takes the
- * ordinary path. */
+ * ordinary path.
+ *
+ * Each front has a lock of its own, so that threads on different streams
+ * do not share one: a hit, and the free of a block a front handed out, take
+ * only the front's lock (front_lane_take, front_lane_put); everything else
+ * holds the allocator's lock and takes a front's lock to change what the
+ * front holds. A block a front handed out keeps the state BLOCK_FRONT and
+ * its entry in the front's handed_out map until it comes back or the front
+ * is flushed, so that its free finds it without the allocator's address
+ * map; only the allocator's lock changes a block's state. */
 #define FRONT_STREAMS 8
 #define FRONT_SIZES 4
 #define FRONT_DEPTH 64
+/* Where a front keeps the blocks it handed out: two ways for each of 64
+ * sets of addresses, so a lookup is two compares; a hit whose address finds
+ * both ways taken is served by the ordinary path. */
+#define FRONT_HANDED_OUT_SETS 64
+
+struct handed_out_entry {
+    uint64_t address; /* 0: empty */
+    struct block *block;
+};
 
 struct front_slot {
     /* Block size | pool of the blocks it holds (sizes are multiples of 512,
@@ -158,13 +180,6 @@ struct front_slot {
     uint64_t key;
     struct block *top;  /* most recently freed first, linked by list_next */
     uint32_t count;
-};
-
-struct front_cache {
-    gpucache_stream stream;
-    bool used;
-    uint8_t next_victim; /* slot replaced when a new size needs one */
-    struct front_slot slots[FRONT_SIZES];
 };
 
 /* What the front's pairs (a free into the front, then a hit) owe the
@@ -177,6 +192,36 @@ struct front_pair_totals {
     int64_t active_count;     /* active */
     int64_t active_bytes;     /* active_bytes */
     int64_t requested;        /* requested_bytes, for pairs with equal requests */
+};
+
+struct front_cache {
+    /* 0 free, 1 held (front_lock). First, and the front aligned to a cache
+     * line: two streams' fronts never share one. */
+    _Alignas(64) int lock;
+    /* Written under the allocator's lock and the front's; read without
+     * either by front_lane_find (atomically). */
+    bool used;
+    gpucache_stream stream;
+    uint8_t next_victim; /* slot replaced when a new size needs one */
+    uint8_t index;       /* its place in the allocator's fronts */
+    uint32_t hits_since_query; /* paces fence queries on the lane's hits */
+    struct front_slot slots[FRONT_SIZES];
+    /* The statistics its blocks owe (read atomically, without the front's
+     * lock, by the peaks of front_change_requested and front_count_allocated). */
+    size_t blocks;                          /* blocks in its slots */
+    /* Of them, those whose free completed through a fence: a hit of one
+     * raises peaks, which only the allocator's lock may, so the lane leaves
+     * the front to the ordinary path while there are any (read atomically). */
+    uint32_t after_fence_blocks;
+    int64_t requested[POOL_COUNT];          /* their requested bytes */
+    /* Blocks in its slots whose allocation statistics wait (freed on their
+     * own stream), and their bytes. */
+    int64_t allocated_blocks[POOL_COUNT];
+    int64_t allocated_bytes[POOL_COUNT];
+    struct front_pair_totals pairs[POOL_COUNT];
+    /* The blocks it handed out, still allocated: address -> block. */
+    struct handed_out_entry handed_out[FRONT_HANDED_OUT_SETS][2];
+    uint32_t handed_out_count;
 };
 
 struct block_store {
@@ -234,23 +279,26 @@ struct gpucache_allocator {
     struct front_cache fronts[FRONT_STREAMS];
     struct front_cache *last_front; /* the front the latest lookup found */
     uint8_t next_front_victim;
+    uint8_t fronts_claimed; /* bit i: fronts[i] is claimed by a stream */
     /* Set only while the hit path queries fences: blocks their completions
      * free wait in fronts then. Anywhere else (the miss chain above all)
      * they must go to the free trees, where the caller looks next. */
     bool completions_to_front;
     bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
-    size_t front_blocks;
-    int64_t front_requested[POOL_COUNT]; /* requested bytes of blocks in fronts */
-    /* Blocks in fronts whose allocation statistics wait (freed on their own
-     * stream), and their bytes. */
-    int64_t front_allocated_blocks[POOL_COUNT];
-    int64_t front_allocated_bytes[POOL_COUNT];
-    struct front_pair_totals front_pairs[POOL_COUNT];
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
     gpucache_event_observer *observer;
     void *observer_context;
 };
+
+/* The allocator's tick (reuse_epochs.c): written under its lock, read
+ * without it by the lanes. */
+static inline uint64_t allocator_next_tick(struct gpucache_allocator *allocator)
+{
+    uint64_t next = allocator->tick + 1;
+    __atomic_store_n(&allocator->tick, next, __ATOMIC_RELEASE);
+    return next;
+}
 
 /* Builds the event and calls the observer: out of line, so that a hit
  * without an observer pays only the test in emit_block_event. */
@@ -455,10 +503,14 @@ bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind poo
  * blocks and waits for all of them. True when every block is then free and
  * cleared for every stream; false when only a device synchronize can say so. */
 bool epochs_wait_all(struct gpucache_allocator *allocator);
-/* The clock now, for a synchronize made under the allocator's lock. */
-static inline struct gpucache_sync_point epochs_now(const struct gpucache_allocator *allocator)
+/* The clock now, read before a synchronize or a fence that proves what came
+ * before it done. */
+static inline struct gpucache_sync_point epochs_now(struct gpucache_allocator *allocator)
 {
-    return (struct gpucache_sync_point){allocator->tick, allocator->free_sequence};
+    /* A tick of its own: a lane's free stamps the tick after the one it
+     * reads, so every free the lanes made before this point is at or
+     * below it, and none made after. */
+    return (struct gpucache_sync_point){allocator_next_tick(allocator), allocator->free_sequence};
 }
 /* Everything issued before `since` is known complete: every block freed
  * before it is freed and cleared for every stream. */
@@ -486,135 +538,84 @@ void block_free_completed(struct gpucache_allocator *allocator, struct block *bl
 void block_becomes_free(struct gpucache_allocator *allocator, struct block *block);
 
 /* Front caches (front_cache.c). */
-/* Frees and merges back every block waiting in a front and settles the
- * statistics they owe; nothing to do is one test. */
+/* Frees and merges back every block waiting in a front, gives the blocks
+ * the fronts handed out their ordinary state and settles the statistics the
+ * fronts owe; under the allocator's lock. */
 void front_cache_flush_slow(struct gpucache_allocator *allocator);
 static inline void front_cache_flush(struct gpucache_allocator *allocator)
 {
-    if (allocator->front_blocks != 0 || allocator->front_pairs[POOL_SMALL].active_count != 0 ||
-        allocator->front_pairs[POOL_LARGE].active_count != 0)
+    if (allocator->fronts_claimed != 0)
         front_cache_flush_slow(allocator);
 }
-/* A block whose fence completed (free_tick 0: reusable by every stream)
- * waits in the front of the stream it was allocated on; false (nothing done)
- * when the front cannot take it. The caller reported its free_completed. */
+/* Sets up the fronts of a new allocator. */
+void front_cache_init(struct gpucache_allocator *allocator);
+/* Keeps `block`, whose free (synchronous, or on another stream) completed,
+ * waiting in the front of the stream it was allocated on; false (nothing
+ * done) when the front cannot take it. The caller reported its
+ * free_completed. */
 bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct block *block);
 /* Frees and merges back the front of `stream` (destroyed: its token may
- * come back for a new stream). */
+ * name another stream next). */
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream);
-
-/* Puts a block in a slot of its stream's front (front_cache.c's helpers
- * and the inline puts below). */
-static inline void front_push(struct gpucache_allocator *allocator, struct front_slot *slot,
-                              struct block *block)
-{
-    block->state = BLOCK_FRONT;
-    block->list_next = slot->top;
-    slot->top = block;
-    slot->count++;
-    allocator->front_blocks++;
-    allocator->front_requested[block->pool] += (int64_t)block->requested_size;
-    if (!block->front_after_fence) {
-        block->free_tick = ++allocator->tick;
-        allocator->front_allocated_blocks[block->pool]++;
-        allocator->front_allocated_bytes[block->pool] += (int64_t)block->size;
-    }
-}
-
-/* A front or slot to claim (perhaps merging another back first), then the
- * push; false when the slot is full. */
-bool front_put_claiming(struct gpucache_allocator *allocator, struct block *block);
-
-/* Into the front of the block's stream, the latest front first. */
-static inline bool front_put_in_front(struct gpucache_allocator *allocator, struct block *block)
-{
-    struct front_cache *front = allocator->last_front;
-    if (front != NULL && front->stream == block->stream) {
-        uint64_t key = block->size | block->pool;
-        for (int i = 0; i < FRONT_SIZES; i++) {
-            struct front_slot *slot = &front->slots[i];
-            if (slot->key == key && slot->count < FRONT_DEPTH) {
-                front_push(allocator, slot, block);
-                return true;
-            }
-        }
-    }
-    return front_put_claiming(allocator, block);
-}
-
-/* Keeps `block`, freed stream-ordered on its own stream, in that stream's
- * front; false (nothing done) when the front cannot take it. Inline: it is
- * the whole of such a free. */
-static inline bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
-{
-    /* Oversize blocks change oversize_allocations and are few; blocks of a
-     * pinned segment are retained, never reused. */
-    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
-        return false;
-    return front_put_in_front(allocator, block);
-}
-
-/* The front_cache_take helpers of front_cache.c: the front of `stream` when
- * it is not the latest one; a hit whose request differs from the block's
- * last; a hit of a block whose allocation statistics fell at its free. */
-struct front_cache *front_find_other(struct gpucache_allocator *allocator,
-                                     gpucache_stream stream);
-void front_change_requested(struct gpucache_allocator *allocator, enum pool_kind pool,
-                            uint64_t old, uint64_t requested);
-void front_count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
-                           int64_t bytes);
-
+/* Keeps the ALLOCATED `block`, freed stream-ordered on its own stream, in
+ * that stream's front; false (nothing done) when the front cannot take it. */
+bool front_cache_put(struct gpucache_allocator *allocator, struct block *block);
 /* A block of `size` bytes of `pool` that `stream` freed on itself (or that
  * a fence cleared), taken out of its front and counted allocated for a
- * request of `requested` bytes; NULL when the front holds none. Inline: it
- * is the whole of a hit. */
-static inline struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
-                               uint64_t size, enum pool_kind pool, uint64_t requested)
+ * request of `requested` bytes; NULL when the front holds none. */
+struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
+                               uint64_t size, enum pool_kind pool, uint64_t requested);
+/* For a BLOCK_FRONT block found in the address map: true when its front
+ * handed it out (it is allocated), and then, with `reclaim`, it leaves the
+ * front and becomes BLOCK_ALLOCATED; false when it waits in a slot (it was
+ * freed already). */
+bool front_cache_handed_out(struct gpucache_allocator *allocator, struct block *block,
+                            bool reclaim);
+
+/* The lanes: a hit and a same-stream free served by the front of the
+ * stream under its own lock, without the allocator's. The hit returns the
+ * block's address, or 0 when the ordinary path must serve the request
+ * (and then sets *query_due when fences are due to be queried). The free
+ * returns false when the ordinary path must take it. The checks that need
+ * no lock are inline; the rest of each lane is out of line. */
+uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_cache *front,
+                            gpucache_stream stream, size_t size, bool *query_due);
+bool front_lane_put_in(struct gpucache_allocator *allocator, struct front_cache *front,
+                       uint64_t address, gpucache_stream stream);
+/* The front `stream` claimed, looked up without a lock (the claim is
+ * checked again under the front's): this thread's latest front first. */
+extern __thread uint8_t front_lane_hint __attribute__((tls_model("initial-exec")));
+struct front_cache *front_lane_find_other(struct gpucache_allocator *allocator,
+                                          gpucache_stream stream);
+static inline struct front_cache *front_lane_find(struct gpucache_allocator *allocator,
+                                                  gpucache_stream stream)
 {
-    if (allocator->front_blocks == 0)
-        return NULL;
-    struct front_cache *front = allocator->last_front;
-    if (front == NULL || front->stream != stream)
-        front = front_find_other(allocator, stream);
-    if (front == NULL)
-        return NULL;
-    struct front_slot *slot = NULL;
-    for (int i = 0; i < FRONT_SIZES; i++) {
-        struct front_slot *candidate = &front->slots[i];
-        if (candidate->key == (size | pool) && candidate->top != NULL) {
-            slot = candidate;
-            break;
-        }
-    }
-    if (slot == NULL)
-        return NULL;
-    struct block *block = slot->top;
-    slot->top = block->list_next;
-    slot->count--;
-    block->list_next = NULL;
-    allocator->front_blocks--;
-    uint64_t old = block->requested_size;
-    allocator->front_requested[pool] -= (int64_t)old;
-    struct front_pair_totals *pairs = &allocator->front_pairs[pool];
-    pairs->active_count++;
-    pairs->active_bytes += (int64_t)size;
-    if (block->front_after_fence) {
-        front_count_allocated(allocator, pool, (int64_t)size);
-        block->front_after_fence = false;
-    } else {
-        allocator->front_allocated_blocks[pool]--;
-        allocator->front_allocated_bytes[pool] -= (int64_t)size;
-        pairs->allocation_count++;
-        pairs->allocation_bytes += (int64_t)size;
-    }
-    if (old == requested)
-        pairs->requested += (int64_t)old;
-    else
-        front_change_requested(allocator, pool, old, requested);
-    block->state = BLOCK_ALLOCATED;
-    block->requested_size = requested;
-    block->free_tick = 0;
-    return block;
+    struct front_cache *front = &allocator->fronts[front_lane_hint % FRONT_STREAMS];
+    if (__atomic_load_n(&front->stream, __ATOMIC_RELAXED) == stream &&
+        __atomic_load_n(&front->used, __ATOMIC_RELAXED))
+        return front;
+    return front_lane_find_other(allocator, stream);
+}
+
+static inline uint64_t front_lane_take(struct gpucache_allocator *allocator,
+                                       gpucache_stream stream, size_t size, bool *query_due)
+{
+    /* A lookup of a pool under garbage collection ages its blocks, and a
+     * hit of a block a fence freed raises peaks: the ordinary path counts
+     * them. */
+    if (__atomic_load_n(&allocator->gc_enabled, __ATOMIC_RELAXED))
+        return 0;
+    struct front_cache *front = front_lane_find(allocator, stream);
+    if (front == NULL || __atomic_load_n(&front->after_fence_blocks, __ATOMIC_RELAXED) != 0)
+        return 0;
+    return front_lane_take_in(allocator, front, stream, size, query_due);
+}
+
+static inline bool front_lane_put(struct gpucache_allocator *allocator, uint64_t address,
+                                  gpucache_stream stream)
+{
+    struct front_cache *front = front_lane_find(allocator, stream);
+    return front != NULL && front_lane_put_in(allocator, front, address, stream);
 }
 
 /* Merges free neighbours that blocks of different streams kept apart, once

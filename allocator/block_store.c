@@ -26,9 +26,10 @@ __attribute__((noinline)) static bool grow(struct gpucache_allocator *allocator)
         store->slabs = slabs;
         store->slab_capacity = capacity;
     }
-    struct block *slab = calloc(BLOCKS_PER_SLAB, sizeof *slab);
+    struct block *slab = aligned_alloc(_Alignof(struct block), BLOCKS_PER_SLAB * sizeof *slab);
     if (slab == NULL)
         return false;
+    memset(slab, 0, BLOCKS_PER_SLAB * sizeof *slab);
     store->slabs[store->slab_count++] = slab;
     for (size_t i = 0; i < BLOCKS_PER_SLAB; i++) {
         slab[i].list_next = store->free_list;

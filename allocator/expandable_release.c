@@ -148,13 +148,15 @@ static void wait_for_stream(struct gpucache_allocator *allocator, gpucache_strea
     if (stream != STREAM_RETIRED) {
         struct gpucache_fence *fence = NULL;
         gpucache_result result;
+        /* Read before the fence: a lane's free after it is not covered. */
+        struct gpucache_sync_point since = epochs_now(allocator);
         DRIVER_TIMED(allocator, result = driver_fence_stream(allocator, stream, &fence));
         if (result == GPUCACHE_SUCCESS) {
             DRIVER_CALL(allocator, result, fence_wait, fence);
             allocator->stats.num_fence_waits++;
             driver_fence_release(allocator, fence);
             if (result == GPUCACHE_SUCCESS) {
-                epochs_stream_work_done(allocator, stream, epochs_now(allocator));
+                epochs_stream_work_done(allocator, stream, since);
                 return;
             }
         }

@@ -49,7 +49,8 @@ bool resolve_memory_limits(struct gpucache_allocator *allocator, gpucache_result
     }
     allocator->allowed_memory_maximum =
         (uint64_t)(allocator->config->per_process_memory_fraction * (double)total_bytes);
-    allocator->gc_enabled = allocator->config->garbage_collection_threshold > 0.0;
+    __atomic_store_n(&allocator->gc_enabled,
+                     allocator->config->garbage_collection_threshold > 0.0, __ATOMIC_RELAXED);
     allocator->memory_limits_known = true;
     return true;
 }

@@ -112,7 +112,8 @@ static void complete_epochs_until(struct gpucache_allocator *allocator,
         state->oldest = epoch->next;
         if (state->oldest == NULL)
             state->newest = NULL;
-        allocator->closed_epoch_count--;
+        __atomic_store_n(&allocator->closed_epoch_count, allocator->closed_epoch_count - 1,
+                         __ATOMIC_RELAXED);
         for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
             allocator->synchronous_closed_bytes[pool] -= epoch->bytes[pool];
         uint64_t cleared = epoch->tick < cleared_limit ? epoch->tick : cleared_limit;
@@ -143,12 +144,15 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
 {
     if (driver_capture_active(allocator))
         return false;
+    /* Read before the synchronize: the lanes free without the lock, so a
+     * free may come while it runs. */
+    struct gpucache_sync_point since = epochs_now(allocator);
     gpucache_result result;
     DRIVER_CALL(allocator, result, synchronize_device, allocator->device);
     allocator->stats.num_device_synchronizations++;
     if (result != GPUCACHE_SUCCESS)
         return false;
-    epochs_all_work_done(allocator, epochs_now(allocator));
+    epochs_all_work_done(allocator, since);
     return true;
 }
 
@@ -165,6 +169,9 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
         return;
     const struct gpucache_driver *driver = allocator->driver;
     gpucache_result result = GPUCACHE_ERROR_NOT_READY;
+    /* Taken before the fence is recorded: a lane's free that read the
+     * older tick came before the record, so the fence covers it. */
+    uint64_t tick = allocator_next_tick(allocator);
     int64_t timer = driver_timer_start();
     /* No events during capture: the blocks stay pending. */
     if (!driver->capture_active(driver->context, allocator->device))
@@ -181,7 +188,7 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     struct gpucache_fence *fence = epoch->fence;
     *epoch = state->open;
     epoch->fence = fence;
-    epoch->tick = allocator->tick;
+    epoch->tick = tick;
     epoch->next = NULL;
     memset(&state->open, 0, sizeof state->open);
     if (state->newest != NULL)
@@ -190,7 +197,8 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
         state->oldest = epoch;
     state->newest = epoch;
     state->fenced_tick = epoch->tick;
-    allocator->closed_epoch_count++;
+    __atomic_store_n(&allocator->closed_epoch_count, allocator->closed_epoch_count + 1,
+                     __ATOMIC_RELAXED);
     for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
         allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
     allocator->stats.num_epochs_closed++;
@@ -515,7 +523,7 @@ void epochs_discard(struct gpucache_allocator *allocator, bool release_fences)
         allocator->spare_epochs = epoch->next;
         free(epoch);
     }
-    allocator->closed_epoch_count = 0;
+    __atomic_store_n(&allocator->closed_epoch_count, 0, __ATOMIC_RELAXED);
     allocator->synchronous_closed_bytes[POOL_SMALL] = allocator->synchronous_closed_bytes[POOL_LARGE] = 0;
 }
 

@@ -297,3 +297,80 @@ Test(front_cache, blocks_whose_synchronous_frees_completed_wait_in_the_front_as_
     fixture_close(&t.front);
     fixture_close(&t.eager);
 }
+
+/* The lanes: a block's second cycle on its stream (a hit, then its free)
+ * goes through its front's lock alone. */
+static uint64_t lane_cycle(struct fixture *f, size_t size, gpucache_stream stream)
+{
+    uint64_t a = raw_alloc(f, size, stream);
+    raw_free(f, a, stream);
+    cr_assert_eq(raw_alloc(f, size, stream), a, "the front serves the second request");
+    return a;
+}
+
+Test(front_cache, a_block_a_lane_handed_out_is_allocated_to_every_reader)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    size_t requested = 0;
+    cr_assert(gpucache_allocator_block_size(f.allocator, a, &requested));
+    cr_assert_eq(requested, 4 * KiB);
+    cr_assert_eq(stats_of(&f).allocation[GPUCACHE_STAT_ALL].current, 1);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_block_a_lane_handed_out_then_freed_synchronously_waits_for_every_stream)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    cr_assert_eq(gpucache_allocator_free(f.allocator, a, GPUCACHE_FREE_SYNCHRONOUS, STREAM_A),
+                 GPUCACHE_SUCCESS);
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_A), a,
+                  "a synchronous free waits for a fence on every stream");
+    cr_assert_eq(gpucache_allocator_free(f.allocator, a, GPUCACHE_FREE_SYNCHRONOUS, STREAM_A),
+                 GPUCACHE_ERROR_INVALID_VALUE, "freed twice");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_block_a_lane_handed_out_then_freed_on_another_stream_waits_for_it)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    raw_free(&f, a, STREAM_B);
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "B's fence has not completed");
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_B), a, "B's fence has not completed");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_lane_free_after_a_synchronize_began_is_not_cleared_by_it)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    struct gpucache_sync_point since = gpucache_allocator_sync_point(f.allocator);
+    raw_free(&f, a, STREAM_A); /* the lane, after the synchronize began */
+    gpucache_allocator_synchronized_since(f.allocator, false, STREAM_A, since);
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_B), a,
+                  "work stream A issued after the synchronize began may still use the block");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_lane_free_before_a_synchronize_is_cleared_by_it)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    raw_free(&f, a, STREAM_A); /* the lane */
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_A);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), a,
+                 "stream A's work is done: another stream may take the block");
+    fixture_check(&f);
+    fixture_close(&f);
+}
