@@ -387,49 +387,64 @@ static void front_waiting(const struct gpucache_allocator *allocator, size_t cou
     }
 }
 
+/* Raises the peaks of the `all` and `pool` slots of `array` to what they
+ * would read without the deferred decreases of the fronts' blocks (the
+ * front counters at `counters`). A value at or below its peak cannot pass
+ * it without those decreases either: the fronts are read only when one is
+ * above (in steady state, never). */
+static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocator *allocator,
+                                                         struct gpucache_stat *array,
+                                                         enum pool_kind pool, size_t counters)
+{
+    struct gpucache_stat *stats[2] = {&array[GPUCACHE_STAT_ALL], &array[stat_type_of(pool)]};
+    int64_t waiting[2];
+    front_waiting(allocator, counters, pool, waiting);
+    for (int i = 0; i < 2; i++)
+        if (stats[i]->current - waiting[i] > stats[i]->peak)
+            stats[i]->peak = stats[i]->current - waiting[i];
+}
+
+static inline void raise_peaks(struct gpucache_allocator *allocator, struct gpucache_stat *array,
+                               enum pool_kind pool, size_t counters)
+{
+    const struct gpucache_stat *all = &array[GPUCACHE_STAT_ALL];
+    const struct gpucache_stat *own = &array[stat_type_of(pool)];
+    if (all->current > all->peak || own->current > own->peak)
+        raise_peaks_slowly(allocator, array, pool, counters);
+}
+
 /* A hit whose request differs from the block's last one changes
- * requested_bytes as the eager free and allocation would have, with the
- * peak taken without the requests of blocks still waiting in fronts. */
+ * requested_bytes as the eager free and allocation would have. */
 static void front_change_requested(struct gpucache_allocator *allocator, enum pool_kind pool,
                                    uint64_t old, uint64_t requested)
 {
-    int64_t waiting[2];
-    front_waiting(allocator, offsetof(struct front_cache, requested), pool, waiting);
     struct gpucache_stat *array = allocator->stats.requested_bytes;
     int indices[2] = {GPUCACHE_STAT_ALL, stat_type_of(pool)};
     for (int i = 0; i < 2; i++) {
         struct gpucache_stat *stat = &array[indices[i]];
         stat->current += (int64_t)requested - (int64_t)old;
-        if (stat->current - waiting[i] > stat->peak)
-            stat->peak = stat->current - waiting[i];
         stat->allocated += (int64_t)requested;
         stat->freed += (int64_t)old;
     }
+    raise_peaks(allocator, array, pool, offsetof(struct front_cache, requested));
 }
 
 /* A hit of a block whose allocation statistics fell at its free: they rise
- * again, with the peak taken without the blocks whose decreases still wait
- * in fronts. */
-static inline void count_one(struct gpucache_stat *stat, int64_t amount, int64_t waiting)
-{
-    stat->current += amount;
-    stat->allocated += amount;
-    if (stat->current - waiting > stat->peak)
-        stat->peak = stat->current - waiting;
-}
-
+ * again. */
 static void front_count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
                                   int64_t bytes)
 {
-    int64_t blocks_waiting[2], bytes_waiting[2];
-    front_waiting(allocator, offsetof(struct front_cache, allocated_blocks), pool, blocks_waiting);
-    front_waiting(allocator, offsetof(struct front_cache, allocated_bytes), pool, bytes_waiting);
     struct gpucache_stats *stats = &allocator->stats;
     int indices[2] = {GPUCACHE_STAT_ALL, stat_type_of(pool)};
     for (int i = 0; i < 2; i++) {
-        count_one(&stats->allocation[indices[i]], 1, blocks_waiting[i]);
-        count_one(&stats->allocated_bytes[indices[i]], bytes, bytes_waiting[i]);
+        stats->allocation[indices[i]].current += 1;
+        stats->allocation[indices[i]].allocated += 1;
+        stats->allocated_bytes[indices[i]].current += bytes;
+        stats->allocated_bytes[indices[i]].allocated += bytes;
     }
+    raise_peaks(allocator, stats->allocation, pool, offsetof(struct front_cache, allocated_blocks));
+    raise_peaks(allocator, stats->allocated_bytes, pool,
+                offsetof(struct front_cache, allocated_bytes));
 }
 
 /* Takes the top block of `slot` for a hit of `requested` bytes; the front's
