@@ -88,6 +88,13 @@ static const struct opcode_info opcodes[256] = {
     [0x98] = {"READONLY_BUFFER", OPCODE_CODE},
 };
 
+struct memo_entry {
+    struct data_value *value; /* NULL: never stored */
+    /* A string equal to a skipped key, known when it is stored so that its
+     * many references need no comparison. */
+    bool skipped_key;
+};
+
 struct reader {
     const uint8_t *data;
     size_t length;
@@ -98,10 +105,35 @@ struct reader {
     size_t stack_count, stack_capacity;
     size_t *marks; /* stack heights at each MARK */
     size_t mark_count, mark_capacity;
-    struct data_value **memo;
+    struct memo_entry *memo;
     size_t memo_capacity;
+    /* Entries below this are set or cleared; the rest is uninitialised, as
+     * clearing what the array grows by costs more than filling it when keys
+     * come in order (MEMOIZE's always do, and the pickler's BINPUT's). */
+    size_t memo_used;
     size_t memo_entries; /* distinct memo keys set; MEMOIZE uses it as the next key */
     struct read_error *error;
+    /* Skipping: the caller's keys whose values it never reads, and their
+     * lengths (most strings differ from them in length). */
+    const char *const *skipped_keys;
+    size_t skipped_key_lengths[PICKLE_MAX_SKIPPED_KEYS];
+    size_t skipped_key_count;
+    /* While a skipped value is decoded, the containers it builds are these
+     * placeholders (list, tuple, dict), shared and never filled; its
+     * scalars are decoded as usual, as they cost little and are never
+     * filled either. */
+    struct data_value *placeholders[3];
+    bool skipping;
+    size_t skip_slot;  /* the stack index the skipped value occupies */
+    size_t skip_marks; /* mark_count when it began */
+    /* No placeholder sits on the stack below this index (SIZE_MAX: none at
+     * all), so a container taking items from the stack looks for one only
+     * from there. */
+    size_t placeholder_floor;
+    /* A placeholder reached a place the caller may read (anything but a
+     * dict's value under a skipped key): the document would differ from the
+     * file, so the whole file is decoded again without skipping. */
+    bool placeholder_escaped;
 };
 
 static bool fail(struct reader *reader, const char *problem)
@@ -112,11 +144,62 @@ static bool fail(struct reader *reader, const char *problem)
                        name ? name : "opcode", problem);
 }
 
+/* The first pass met a placeholder where the caller may read it: not an
+ * error, the caller decodes again without skipping. */
+static bool give_up_skipping(struct reader *reader)
+{
+    reader->placeholder_escaped = true;
+    return false;
+}
+
+static bool is_placeholder(const struct reader *reader, const struct data_value *value)
+{
+    return value->kind >= DATA_LIST && reader->placeholders[value->kind - DATA_LIST] == value;
+}
+
+/* A new list, tuple or dict, or its placeholder inside a skipped value. */
+static struct data_value *new_container(struct reader *reader, enum data_kind kind)
+{
+    if (!reader->skipping)
+        return data_new(reader->document, kind);
+    struct data_value **placeholder = &reader->placeholders[kind - DATA_LIST];
+    if (!*placeholder)
+        *placeholder = data_new(reader->document, kind);
+    return *placeholder;
+}
+
+static bool is_skipped_key(const struct reader *reader, const struct data_value *value)
+{
+    if (value->kind != DATA_STRING)
+        return false;
+    for (size_t index = 0; index < reader->skipped_key_count; index++)
+        if (value->text.length == reader->skipped_key_lengths[index] &&
+            memcmp(value->text.bytes, reader->skipped_keys[index], value->text.length) == 0)
+            return true;
+    return false;
+}
+
+/* Every push goes through here or keeps placeholder_floor itself. */
+static inline void note_placeholder(struct reader *reader, const struct data_value *value)
+{
+    if (is_placeholder(reader, value) && reader->stack_count < reader->placeholder_floor)
+        reader->placeholder_floor = reader->stack_count;
+}
+
+/* After the stack is cut to `height`: whether any placeholder is left. */
+static inline void cut_stack(struct reader *reader, size_t height)
+{
+    reader->stack_count = height;
+    if (height <= reader->placeholder_floor)
+        reader->placeholder_floor = SIZE_MAX;
+}
+
 static bool push_growing(struct reader *reader, struct data_value *value)
 {
     if (!value || !growable_array_reserve((void **)&reader->stack, &reader->stack_capacity,
                                           reader->stack_count + 1, sizeof *reader->stack))
         return fail(reader, "ran out of host memory");
+    note_placeholder(reader, value);
     reader->stack[reader->stack_count++] = value;
     return true;
 }
@@ -125,10 +208,46 @@ static bool push_growing(struct reader *reader, struct data_value *value)
 static inline bool push(struct reader *reader, struct data_value *value)
 {
     if (__builtin_expect(value != NULL && reader->stack_count < reader->stack_capacity, 1)) {
+        note_placeholder(reader, value);
         reader->stack[reader->stack_count++] = value;
         return true;
     }
     return push_growing(reader, value);
+}
+
+/* After a skipped key is pushed: when it is among the items of a
+ * dict's MARK ... SETITEMS batch (how the pickler writes every dict with
+ * more than one item), what follows is decoded as the skipped value. Where
+ * the guess is wrong (the string turns out not to be a key) the placeholders
+ * it leaves are caught where they land. */
+static void skip_if_key(struct reader *reader)
+{
+    if (reader->skipping || reader->mark_count == 0)
+        return;
+    size_t mark = reader->marks[reader->mark_count - 1];
+    size_t key_slot = reader->stack_count - 1;
+    if (mark == 0 || (key_slot - mark) % 2 != 0)
+        return;
+    const struct data_value *dict = reader->stack[mark - 1];
+    if (dict->kind != DATA_DICT || is_placeholder(reader, dict))
+        return;
+    reader->skipping = true;
+    reader->skip_slot = key_slot + 1;
+    reader->skip_marks = reader->mark_count;
+}
+
+/* Whether the opcode about to run still belongs to the skipped value: it
+ * does until the value sits alone on its slot and the next opcode neither
+ * memoizes it nor opens a batch of its items. */
+static bool in_skipped_value(const struct reader *reader, uint8_t opcode)
+{
+    size_t count = reader->stack_count;
+    if (count < reader->skip_slot)
+        return false;
+    if (count == reader->skip_slot || reader->mark_count > reader->skip_marks)
+        return true;
+    return count == reader->skip_slot + 1 &&
+           (opcode == 0x94 || opcode == 'q' || opcode == 'r' || opcode == '(' || opcode == 0x95);
 }
 
 /* The stack height at the innermost MARK, which it removes. */
@@ -159,6 +278,14 @@ static uint64_t little_endian(const uint8_t *bytes, size_t count)
     return value;
 }
 
+/* Written out so that the compiler makes it one load where it can. */
+static inline uint64_t little_endian_8(const uint8_t *bytes)
+{
+    return (uint64_t)bytes[0] | (uint64_t)bytes[1] << 8 | (uint64_t)bytes[2] << 16 |
+           (uint64_t)bytes[3] << 24 | (uint64_t)bytes[4] << 32 | (uint64_t)bytes[5] << 40 |
+           (uint64_t)bytes[6] << 48 | (uint64_t)bytes[7] << 56;
+}
+
 static bool read_unsigned(struct reader *reader, size_t count, uint64_t *value)
 {
     const uint8_t *bytes;
@@ -181,13 +308,19 @@ static bool push_integer(struct reader *reader, int64_t integer)
  * snapshots carry such values in fields the replay never reads. */
 static bool push_long(struct reader *reader, uint64_t count)
 {
-    const uint8_t *bytes;
-    if (count > reader->length - reader->offset)
+    size_t left = reader->length - reader->offset;
+    if (count > left)
         return fail(reader, "is cut short: the file ends inside its operand");
-    if (!operand(reader, (size_t)count, &bytes))
-        return false;
+    const uint8_t *bytes = reader->data + reader->offset;
+    reader->offset += (size_t)count;
     size_t low = count < 8 ? (size_t)count : 8;
-    uint64_t raw = little_endian(bytes, low);
+    uint64_t raw;
+    /* Addresses and times are LONG1 of 5 to 8 bytes: where the file has 8
+     * bytes from here, one load and a mask instead of a loop. */
+    if (left >= 8)
+        raw = little_endian_8(bytes) & (low == 8 ? UINT64_MAX : (UINT64_C(1) << (low * 8)) - 1);
+    else
+        raw = little_endian(bytes, low);
     bool negative = count > 0 && (bytes[count - 1] & 0x80);
     if (low > 0 && low < 8 && negative)
         raw |= UINT64_MAX << (low * 8);
@@ -219,7 +352,11 @@ static bool push_text(struct reader *reader, enum data_kind kind, size_t length_
         value->text.bytes = (const char *)bytes;
         value->text.length = (size_t)length;
     }
-    return push(reader, value);
+    if (!push(reader, value))
+        return false;
+    if (kind == DATA_STRING && reader->skipped_key_count && is_skipped_key(reader, value))
+        skip_if_key(reader);
+    return true;
 }
 
 static bool push_float(struct reader *reader)
@@ -236,10 +373,27 @@ static bool push_float(struct reader *reader)
     return push(reader, value);
 }
 
+/* Whether items bound for a container the caller may read hold a
+ * placeholder anywhere but as a dict's value under a skipped key. */
+static bool placeholder_escapes(const struct reader *reader, enum data_kind kind,
+                                size_t height, size_t count)
+{
+    struct data_value *const *items = reader->stack + height;
+    size_t first = reader->placeholder_floor > height ? reader->placeholder_floor - height : 0;
+    for (size_t index = first; index < count; index++)
+        if (is_placeholder(reader, items[index]) &&
+            !(kind == DATA_DICT && index % 2 == 1 && is_skipped_key(reader, items[index - 1])))
+            return true;
+    return false;
+}
+
 /* Appends the `count` stack values from `height` up to a container's items. */
 static bool append_items(struct reader *reader, struct data_value *container, size_t height,
                          size_t count)
 {
+    if (reader->placeholder_floor < height + count &&
+        placeholder_escapes(reader, container->kind, height, count))
+        return give_up_skipping(reader);
     /* The stack may not exist yet when nothing is appended. */
     if (count > 0 && !data_append(reader->document, container, reader->stack + height, count))
         return fail(reader, "ran out of host memory");
@@ -252,12 +406,12 @@ static bool build_from_stack(struct reader *reader, enum data_kind kind, size_t 
     size_t count = reader->stack_count - height;
     if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
-    struct data_value *container = data_new(reader->document, kind);
+    struct data_value *container = new_container(reader, kind);
     if (!container)
         return fail(reader, "ran out of host memory");
-    if (!append_items(reader, container, height, count))
+    if (!is_placeholder(reader, container) && !append_items(reader, container, height, count))
         return false;
-    reader->stack_count = height;
+    cut_stack(reader, height);
     return push(reader, container);
 }
 
@@ -290,9 +444,10 @@ static bool add_to_container(struct reader *reader, enum data_kind kind, size_t 
     size_t count = reader->stack_count - height;
     if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
-    if (!append_items(reader, container, height, count))
+    /* A placeholder keeps no items: nothing reads them. */
+    if (!is_placeholder(reader, container) && !append_items(reader, container, height, count))
         return false;
-    reader->stack_count = height;
+    cut_stack(reader, height);
     return true;
 }
 
@@ -303,27 +458,38 @@ static bool memo_put(struct reader *reader, uint64_t key)
     /* A well-formed pickle stores fewer memo entries than it has bytes. */
     if (key >= reader->length)
         return fail(reader, "uses a memo key larger than the file could hold");
-    size_t old_capacity = reader->memo_capacity;
-    if (!growable_array_reserve((void **)&reader->memo, &reader->memo_capacity, (size_t)key + 1,
-                                sizeof *reader->memo))
-        return fail(reader, "ran out of host memory");
-    memset(reader->memo + old_capacity, 0,
-           (reader->memo_capacity - old_capacity) * sizeof *reader->memo);
-    if (!reader->memo[key])
+    if (key >= reader->memo_used) {
+        if (!growable_array_reserve((void **)&reader->memo, &reader->memo_capacity,
+                                    (size_t)key + 1, sizeof *reader->memo))
+            return fail(reader, "ran out of host memory");
+        if (key > reader->memo_used)
+            memset(reader->memo + reader->memo_used, 0,
+                   ((size_t)key - reader->memo_used) * sizeof *reader->memo);
+        reader->memo[key].value = NULL;
+        reader->memo_used = (size_t)key + 1;
+    }
+    struct memo_entry *entry = &reader->memo[key];
+    if (!entry->value)
         reader->memo_entries++;
-    reader->memo[key] = reader->stack[reader->stack_count - 1];
+    entry->value = reader->stack[reader->stack_count - 1];
+    entry->skipped_key = reader->skipped_key_count && is_skipped_key(reader, entry->value);
     return true;
 }
 
 static bool memo_get(struct reader *reader, uint64_t key)
 {
-    if (key >= reader->memo_capacity || !reader->memo[key]) {
+    if (key >= reader->memo_used || !reader->memo[key].value) {
         char problem[64];
         snprintf(problem, sizeof problem, "refers to memo key %" PRIu64 ", which was never stored",
                  key);
         return fail(reader, problem);
     }
-    return push(reader, reader->memo[key]);
+    const struct memo_entry *entry = &reader->memo[key];
+    if (!push(reader, entry->value))
+        return false;
+    if (entry->skipped_key)
+        skip_if_key(reader);
+    return true;
 }
 
 static bool refuse(struct reader *reader, uint8_t opcode)
@@ -344,11 +510,84 @@ static bool refuse(struct reader *reader, uint8_t opcode)
                        reader->opcode_offset, info->name, opcode);
 }
 
+/* BINGET and LONG_BINGET of a stored key with room on the stack, the
+ * opcodes of most of a snapshot's bytes (frames referring to frames already
+ * seen); false, having read nothing, for step to handle and explain the
+ * rest. */
+static inline bool push_memo_reference(struct reader *reader, uint8_t opcode)
+{
+    size_t width = opcode == 'h' ? 1 : 4;
+    if (reader->length - reader->offset < width)
+        return false;
+    const uint8_t *bytes = reader->data + reader->offset;
+    size_t key = width == 1 ? bytes[0]
+                            : (size_t)bytes[0] | (size_t)bytes[1] << 8 | (size_t)bytes[2] << 16 |
+                                  (size_t)bytes[3] << 24;
+    if (key >= reader->memo_used || reader->stack_count == reader->stack_capacity)
+        return false;
+    const struct memo_entry *entry = &reader->memo[key];
+    if (!entry->value)
+        return false;
+    reader->offset += width;
+    note_placeholder(reader, entry->value);
+    reader->stack[reader->stack_count++] = entry->value;
+    if (entry->skipped_key)
+        skip_if_key(reader);
+    return true;
+}
+
+/* A run of memo references inside a batch of a skipped value's items (its
+ * frames): a reference there can neither end the value nor start another
+ * skipped one, so the run needs none of the main loop's checks. Stops, with
+ * nothing of the opcode read, at the first that is not one or that the
+ * general path must handle. */
+static void push_memo_references_in_batch(struct reader *reader)
+{
+    const uint8_t *cursor = reader->data + reader->offset;
+    const uint8_t *end = reader->data + reader->length;
+    struct data_value **top = reader->stack + reader->stack_count;
+    struct data_value **stack_end = reader->stack + reader->stack_capacity;
+    size_t memo_used = reader->memo_used;
+    const struct memo_entry *memo = reader->memo;
+    /* Whatever the run pushes lies above where it starts. */
+    if (reader->stack_count < reader->placeholder_floor)
+        reader->placeholder_floor = reader->stack_count;
+    for (;;) {
+        /* As many references as both the stack's room and the bytes left
+         * (five for the longer form) allow without a check of either; the
+         * last bytes of a file (at least a STOP) go the general way. */
+        size_t room = (size_t)(stack_end - top), bytes_for = (size_t)(end - cursor) / 5;
+        size_t run = room < bytes_for ? room : bytes_for;
+        if (run == 0)
+            break;
+        while (run-- > 0) {
+            size_t key, width;
+            if (cursor[0] == 'j') {
+                key = (size_t)cursor[1] | (size_t)cursor[2] << 8 | (size_t)cursor[3] << 16 |
+                      (size_t)cursor[4] << 24;
+                width = 5;
+            } else if (cursor[0] == 'h') {
+                key = cursor[1];
+                width = 2;
+            } else {
+                goto done;
+            }
+            if (key >= memo_used || !memo[key].value)
+                goto done;
+            *top++ = memo[key].value;
+            cursor += width;
+        }
+    }
+done:
+    reader->offset = (size_t)(cursor - reader->data);
+    reader->stack_count = (size_t)(top - reader->stack);
+}
+
 /* Executes one data opcode; sets *stopped at STOP. */
-static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
+static inline bool step(struct reader *reader, uint8_t opcode, bool *stopped)
 {
     uint64_t number;
-    size_t height;
+    size_t height = 0; /* set by pop_mark before any use; the compiler cannot tell */
     const uint8_t *bytes;
     struct data_value *value;
     switch (opcode) {
@@ -363,6 +602,8 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case '.':
         if (reader->mark_count || reader->stack_count != 1)
             return fail(reader, "leaves other than exactly one value (malformed pickle)");
+        if (is_placeholder(reader, reader->stack[0]))
+            return give_up_skipping(reader);
         *stopped = true;
         return true;
     case '(':
@@ -372,11 +613,11 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         reader->marks[reader->mark_count++] = reader->stack_count;
         return true;
     case '}':
-        return push(reader, data_new(reader->document, DATA_DICT));
+        return push(reader, new_container(reader, DATA_DICT));
     case ']':
-        return push(reader, data_new(reader->document, DATA_LIST));
+        return push(reader, new_container(reader, DATA_LIST));
     case ')':
-        return push(reader, data_new(reader->document, DATA_TUPLE));
+        return push(reader, new_container(reader, DATA_TUPLE));
     case 'd':
         return pop_mark(reader, &height) && build_from_stack(reader, DATA_DICT, height);
     case 'l':
@@ -445,14 +686,25 @@ static bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     }
 }
 
-bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
-                 struct read_error *error)
+/* One decoding of the file; *escaped when skipping had to be given up. */
+static bool decode(const uint8_t *data, size_t length, const char *const *skipped_keys,
+                   size_t skipped_key_count, struct data_document *document,
+                   struct read_error *error, bool *escaped)
 {
     *document = (struct data_document){0};
+    *escaped = false;
     if (length == 0 || data[0] != 0x80)
         return read_fail(error, "byte 0: not a pickle of protocol 2 to 5 (it must start with "
                                   "the PROTO opcode 0x80)");
-    struct reader reader = {.data = data, .length = length, .document = document, .error = error};
+    struct reader reader = {.data = data,
+                            .length = length,
+                            .document = document,
+                            .error = error,
+                            .skipped_keys = skipped_keys,
+                            .skipped_key_count = skipped_key_count,
+                            .placeholder_floor = SIZE_MAX};
+    for (size_t index = 0; index < skipped_key_count; index++)
+        reader.skipped_key_lengths[index] = strlen(skipped_keys[index]);
     bool stopped = false, ok = true;
     while (ok && !stopped) {
         if (reader.offset == length) {
@@ -460,7 +712,19 @@ bool pickle_read(const uint8_t *data, size_t length, struct data_document *docum
             break;
         }
         reader.opcode_offset = reader.offset;
-        ok = step(&reader, data[reader.offset++], &stopped);
+        uint8_t opcode = data[reader.offset++];
+        if (reader.skipping && !in_skipped_value(&reader, opcode))
+            reader.skipping = false;
+        if (opcode == 'h' || opcode == 'j') {
+            if (!push_memo_reference(&reader, opcode)) {
+                ok = step(&reader, opcode, &stopped);
+                continue;
+            }
+            if (reader.skipping && reader.mark_count > reader.skip_marks)
+                push_memo_references_in_batch(&reader);
+            continue;
+        }
+        ok = step(&reader, opcode, &stopped);
     }
     if (ok)
         document->root = reader.stack[0];
@@ -469,5 +733,27 @@ bool pickle_read(const uint8_t *data, size_t length, struct data_document *docum
     free(reader.stack);
     free(reader.marks);
     free(reader.memo);
+    *escaped = reader.placeholder_escaped;
     return ok;
+}
+
+bool pickle_read(const uint8_t *data, size_t length, struct data_document *document,
+                 struct read_error *error)
+{
+    bool escaped;
+    return decode(data, length, NULL, 0, document, error, &escaped);
+}
+
+bool pickle_read_skipping(const uint8_t *data, size_t length, const char *const *skipped_keys,
+                          size_t skipped_key_count, struct data_document *document,
+                          struct read_error *error)
+{
+    /* Skipping only saves work: beyond the keys it can hold, none is skipped. */
+    if (skipped_key_count > PICKLE_MAX_SKIPPED_KEYS)
+        skipped_key_count = 0;
+    bool escaped;
+    if (decode(data, length, skipped_keys, skipped_key_count, document, error, &escaped))
+        return true;
+    /* The file shares a skipped value with a place the caller reads. */
+    return escaped && decode(data, length, NULL, 0, document, error, &escaped);
 }

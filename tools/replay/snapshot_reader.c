@@ -8,19 +8,88 @@
 #include "json_reader.h"
 #include "pickle_reader.h"
 
+/* Whether `value` is the string `text` of `length` bytes; with both
+ * constants the comparison compiles inline. */
+static inline bool text_is(const struct data_value *value, const char *text, size_t length)
+{
+    return value->kind == DATA_STRING && value->text.length == length &&
+           memcmp(value->text.bytes, text, length) == 0;
+}
+
+#define TEXT_IS(value, literal) text_is(value, literal, sizeof literal - 1)
+
 /* Every action PyTorch records; only alloc and the chosen free move memory. */
-static const char *const known_actions[] = {
-    "alloc",        "free_requested", "free_completed", "segment_alloc",
-    "segment_free", "segment_map",    "segment_unmap",  "oom",
-    "snapshot",     "annotate",
+enum action {
+    ACTION_ALLOC,
+    ACTION_FREE_REQUESTED,
+    ACTION_FREE_COMPLETED,
+    ACTION_OTHER, /* known, moves nothing */
+    ACTION_UNKNOWN,
 };
 
-static bool is_known_action(const struct data_value *action)
+static enum action action_of(const struct data_value *action)
 {
-    for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
-        if (data_string_is(action, known_actions[index]))
-            return true;
-    return false;
+    if (action->kind != DATA_STRING)
+        return ACTION_UNKNOWN;
+    /* The length tells most apart before any byte is compared. */
+    if (TEXT_IS(action, "alloc"))
+        return ACTION_ALLOC;
+    if (TEXT_IS(action, "free_requested"))
+        return ACTION_FREE_REQUESTED;
+    if (TEXT_IS(action, "free_completed"))
+        return ACTION_FREE_COMPLETED;
+    if (TEXT_IS(action, "segment_alloc") || TEXT_IS(action, "segment_free") ||
+        TEXT_IS(action, "segment_map") || TEXT_IS(action, "segment_unmap") ||
+        TEXT_IS(action, "oom") || TEXT_IS(action, "snapshot") || TEXT_IS(action, "annotate"))
+        return ACTION_OTHER;
+    return ACTION_UNKNOWN;
+}
+
+/* The fields of a trace entry the replay reads, found in one pass over its
+ * pairs instead of a search per field; a repeated key keeps its last value,
+ * as data_dict_get does. */
+struct entry_fields {
+    const struct data_value *action, *addr, *size, *stream, *time_us;
+};
+
+static void find_entry_fields(const struct data_value *entry, struct entry_fields *fields)
+{
+    *fields = (struct entry_fields){0};
+    for (size_t pair = 0; pair < entry->sequence.count; pair++) {
+        const struct data_value *key = entry->sequence.items[2 * pair];
+        const struct data_value *value = entry->sequence.items[2 * pair + 1];
+        if (key->kind != DATA_STRING)
+            continue;
+        switch (key->text.length) {
+        case 4:
+            if (TEXT_IS(key, "addr"))
+                fields->addr = value;
+            else if (TEXT_IS(key, "size"))
+                fields->size = value;
+            break;
+        case 6:
+            if (TEXT_IS(key, "action"))
+                fields->action = value;
+            else if (TEXT_IS(key, "stream"))
+                fields->stream = value;
+            break;
+        case 7:
+            if (TEXT_IS(key, "time_us"))
+                fields->time_us = value;
+            break;
+        }
+    }
+}
+
+/* The entry's 'action', NULL when it has none (or is not a dict). */
+static const struct data_value *action_field(const struct data_value *entry)
+{
+    if (entry->kind != DATA_DICT)
+        return NULL;
+    for (size_t pair = entry->sequence.count; pair-- > 0;)
+        if (TEXT_IS(entry->sequence.items[2 * pair], "action"))
+            return entry->sequence.items[2 * pair + 1];
+    return NULL;
 }
 
 /* Where a value sits in the snapshot, named in messages only: the name is
@@ -73,12 +142,11 @@ __attribute__((format(printf, 3, 4))) static bool place_fail(struct read_error *
     return false;
 }
 
-/* Reads integer field `key` of `dict`; `where` names the dict in messages.
- * A missing optional field leaves *value untouched. */
-static bool integer_field(const struct data_value *dict, const char *key, bool required,
+/* Reads `field`, the value of `key` (NULL when absent); `where` names its
+ * dict in messages. A missing optional field leaves *value untouched. */
+static bool integer_value(const struct data_value *field, const char *key, bool required,
                           struct place where, int64_t *value, struct read_error *error)
 {
-    const struct data_value *field = data_dict_get(dict, key);
     if (!field) {
         if (required)
             return place_fail(error, where, "'%s' is missing", key);
@@ -96,17 +164,29 @@ static bool integer_field(const struct data_value *dict, const char *key, bool r
     return true;
 }
 
-static bool unsigned_field(const struct data_value *dict, const char *key, struct place where,
+static bool integer_field(const struct data_value *dict, const char *key, bool required,
+                          struct place where, int64_t *value, struct read_error *error)
+{
+    return integer_value(data_dict_get(dict, key), key, required, where, value, error);
+}
+
+static bool unsigned_value(const struct data_value *field, const char *key, struct place where,
                            uint64_t *value, struct read_error *error)
 {
     int64_t signed_value = 0;
-    if (!integer_field(dict, key, true, where, &signed_value, error))
+    if (!integer_value(field, key, true, where, &signed_value, error))
         return false;
     if (signed_value < 0)
         return place_fail(error, where, "'%s' is %" PRId64 " (expected a non-negative int)",
                           key, signed_value);
     *value = (uint64_t)signed_value;
     return true;
+}
+
+static bool unsigned_field(const struct data_value *dict, const char *key, struct place where,
+                           uint64_t *value, struct read_error *error)
+{
+    return unsigned_value(data_dict_get(dict, key), key, where, value, error);
 }
 
 static const struct data_value *list_field(const struct data_value *dict, const char *key,
@@ -150,15 +230,16 @@ static bool pick_device(const struct data_value *traces, int requested, int *dev
 /* True when the trace marks frees with free_completed entries. */
 static bool has_free_completed(const struct data_value *entries)
 {
-    for (size_t index = 0; index < entries->sequence.count; index++)
-        if (data_string_is(data_dict_get(entries->sequence.items[index], "action"),
-                           "free_completed"))
+    for (size_t index = 0; index < entries->sequence.count; index++) {
+        const struct data_value *action = action_field(entries->sequence.items[index]);
+        if (action && TEXT_IS(action, "free_completed"))
             return true;
+    }
     return false;
 }
 
 static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
-                         int device, const char *free_action, struct read_error *error)
+                         int device, enum action free_action, struct read_error *error)
 {
     for (size_t index = 0; index < entries->sequence.count; index++) {
         const struct data_value *entry = entries->sequence.items[index];
@@ -171,10 +252,13 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                               "a %s (expected a dict with 'action', 'addr', 'size', "
                               "'stream')",
                               data_kind_name(entry->kind));
-        const struct data_value *action = data_dict_get(entry, "action");
+        struct entry_fields fields;
+        find_entry_fields(entry, &fields);
+        const struct data_value *action = fields.action;
         if (!action)
             return place_fail(error, where, "'%s' is missing", "action");
-        if (!is_known_action(action)) {
+        enum action kind = action_of(action);
+        if (kind == ACTION_UNKNOWN) {
             if (action->kind != DATA_STRING)
                 return place_fail(error, where, "'action' is a %s (expected a str)",
                                   data_kind_name(action->kind));
@@ -187,19 +271,19 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                 read_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
-        if (data_string_is(action, "alloc"))
+        if (kind == ACTION_ALLOC)
             record.action = REPLAY_ALLOC;
-        else if (data_string_is(action, free_action))
+        else if (kind == free_action)
             record.action = REPLAY_FREE;
         else {
             builder->trace->ignored_count++;
             continue;
         }
         int64_t stream = 0;
-        if (!unsigned_field(entry, "addr", where, &record.address, error) ||
-            !unsigned_field(entry, "size", where, &record.size, error) ||
-            !integer_field(entry, "stream", false, where, &stream, error) ||
-            !integer_field(entry, "time_us", false, where, &record.time_us, error))
+        if (!unsigned_value(fields.addr, "addr", where, &record.address, error) ||
+            !unsigned_value(fields.size, "size", where, &record.size, error) ||
+            !integer_value(fields.stream, "stream", false, where, &stream, error) ||
+            !integer_value(fields.time_us, "time_us", false, where, &record.time_us, error))
             return false;
         record.stream = (uint64_t)stream;
         if (!replay_builder_add(builder, &record, error))
@@ -363,7 +447,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
         return false;
     bool frees_complete = entries && has_free_completed(entries);
     if (entries && !read_entries(builder, entries, device,
-                                 frees_complete ? "free_completed" : "free_requested", error))
+                                 frees_complete ? ACTION_FREE_COMPLETED : ACTION_FREE_REQUESTED,
+                                 error))
         return false;
     /* A snapshot without segments has no final state to infer from. */
     if (!segments)
@@ -385,12 +470,18 @@ bool snapshot_recognised(const uint8_t *data, size_t length)
     return offset < length && data[offset] == '{';
 }
 
+/* The stack frames of entries, segments and blocks: most of a snapshot's
+ * opcodes, and nothing the replay uses. */
+static const char *const unread_keys[] = {"frames"};
+
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
                    struct read_error *error)
 {
     struct data_document document;
     bool decoded = length > 0 && data[0] == 0x80
-                       ? pickle_read(data, length, &document, error)
+                       ? pickle_read_skipping(data, length, unread_keys,
+                                              sizeof unread_keys / sizeof *unread_keys, &document,
+                                              error)
                        : json_read((const char *)data, length, &document, error);
     if (!decoded)
         return false;
