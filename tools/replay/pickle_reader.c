@@ -118,11 +118,10 @@ struct reader {
     const char *const *skipped_keys;
     size_t skipped_key_lengths[PICKLE_MAX_SKIPPED_KEYS];
     size_t skipped_key_count;
-    /* While a skipped value is decoded, the containers it builds are these
-     * placeholders (list, tuple, dict), shared and never filled; its
-     * scalars are decoded as usual, as they cost little and are never
-     * filled either. */
-    struct data_value *placeholders[3];
+    /* While a skipped value is decoded, every value it builds but strings
+     * and bytes is the placeholder of its kind: one per kind, shared, never
+     * filled. Its opcodes are still checked as any others. */
+    struct data_value *placeholders[DATA_DICT + 1];
     bool skipping;
     size_t skip_slot;  /* the stack index the skipped value occupies */
     size_t skip_marks; /* mark_count when it began */
@@ -154,15 +153,16 @@ static bool give_up_skipping(struct reader *reader)
 
 static bool is_placeholder(const struct reader *reader, const struct data_value *value)
 {
-    return value->kind >= DATA_LIST && reader->placeholders[value->kind - DATA_LIST] == value;
+    return reader->placeholders[value->kind] == value;
 }
 
-/* A new list, tuple or dict, or its placeholder inside a skipped value. */
-static struct data_value *new_container(struct reader *reader, enum data_kind kind)
+/* A new value, or inside a skipped value the placeholder of its kind, which
+ * the caller must leave as it is. NULL when host memory runs out. */
+static struct data_value *new_value(struct reader *reader, enum data_kind kind)
 {
     if (!reader->skipping)
         return data_new(reader->document, kind);
-    struct data_value **placeholder = &reader->placeholders[kind - DATA_LIST];
+    struct data_value **placeholder = &reader->placeholders[kind];
     if (!*placeholder)
         *placeholder = data_new(reader->document, kind);
     return *placeholder;
@@ -297,8 +297,8 @@ static bool read_unsigned(struct reader *reader, size_t count, uint64_t *value)
 
 static bool push_integer(struct reader *reader, int64_t integer)
 {
-    struct data_value *value = data_new(reader->document, DATA_INT);
-    if (value)
+    struct data_value *value = new_value(reader, DATA_INT);
+    if (value && !reader->skipping)
         value->integer = integer;
     return push(reader, value);
 }
@@ -313,6 +313,8 @@ static bool push_long(struct reader *reader, uint64_t count)
         return fail(reader, "is cut short: the file ends inside its operand");
     const uint8_t *bytes = reader->data + reader->offset;
     reader->offset += (size_t)count;
+    if (reader->skipping)
+        return push(reader, new_value(reader, DATA_INT));
     size_t low = count < 8 ? (size_t)count : 8;
     uint64_t raw;
     /* Addresses and times are LONG1 of 5 to 8 bytes: where the file has 8
@@ -347,6 +349,9 @@ static bool push_text(struct reader *reader, enum data_kind kind, size_t length_
         return fail(reader, "is cut short: its text runs past the end of the file");
     if (!operand(reader, (size_t)length, &bytes))
         return false;
+    /* Even inside a skipped value a string is built: the pickler memoizes
+     * strings, and CPython shares some (the empty one, single characters)
+     * between a frame and places the caller reads. */
     struct data_value *value = data_new(reader->document, kind);
     if (value) {
         value->text.bytes = (const char *)bytes;
@@ -354,7 +359,8 @@ static bool push_text(struct reader *reader, enum data_kind kind, size_t length_
     }
     if (!push(reader, value))
         return false;
-    if (kind == DATA_STRING && reader->skipped_key_count && is_skipped_key(reader, value))
+    if (kind == DATA_STRING && reader->skipped_key_count && !reader->skipping &&
+        is_skipped_key(reader, value))
         skip_if_key(reader);
     return true;
 }
@@ -367,8 +373,8 @@ static bool push_float(struct reader *reader)
     uint64_t raw = 0;
     for (size_t index = 0; index < 8; index++)
         raw = raw << 8 | bytes[index]; /* big-endian, unlike the integers */
-    struct data_value *value = data_new(reader->document, DATA_FLOAT);
-    if (value)
+    struct data_value *value = new_value(reader, DATA_FLOAT);
+    if (value && !reader->skipping)
         memcpy(&value->real, &raw, sizeof value->real);
     return push(reader, value);
 }
@@ -406,7 +412,7 @@ static bool build_from_stack(struct reader *reader, enum data_kind kind, size_t 
     size_t count = reader->stack_count - height;
     if (kind == DATA_DICT && count % 2)
         return fail(reader, "has an odd number of items (a key without a value)");
-    struct data_value *container = new_container(reader, kind);
+    struct data_value *container = new_value(reader, kind);
     if (!container)
         return fail(reader, "ran out of host memory");
     if (!is_placeholder(reader, container) && !append_items(reader, container, height, count))
@@ -536,51 +542,160 @@ static inline bool push_memo_reference(struct reader *reader, uint8_t opcode)
     return true;
 }
 
-/* A run of memo references inside a batch of a skipped value's items (its
- * frames): a reference there can neither end the value nor start another
- * skipped one, so the run needs none of the main loop's checks. Stops, with
- * nothing of the opcode read, at the first that is not one or that the
- * general path must handle. */
-static void push_memo_references_in_batch(struct reader *reader)
+
+/* Decodes opcodes inside a batch of a skipped value's items (MARK ...
+ * SETITEMS or APPENDS within its frames: most of a snapshot's opcodes) with
+ * the state in locals and nothing built. It takes only the opcodes the
+ * pickler writes there, and only where they would succeed without growing
+ * an array; at any other it stops before reading it, for the general path
+ * to decode or explain, as it also does once the batch that holds it is
+ * closed. The stack and the memo end as the general path leaves them. */
+static void skim_batch(struct reader *reader)
 {
-    const uint8_t *cursor = reader->data + reader->offset;
-    const uint8_t *end = reader->data + reader->length;
-    struct data_value **top = reader->stack + reader->stack_count;
-    struct data_value **stack_end = reader->stack + reader->stack_capacity;
-    size_t memo_used = reader->memo_used;
-    const struct memo_entry *memo = reader->memo;
-    /* Whatever the run pushes lies above where it starts. */
-    if (reader->stack_count < reader->placeholder_floor)
-        reader->placeholder_floor = reader->stack_count;
-    for (;;) {
-        /* As many references as both the stack's room and the bytes left
-         * (five for the longer form) allow without a check of either; the
-         * last bytes of a file (at least a STOP) go the general way. */
-        size_t room = (size_t)(stack_end - top), bytes_for = (size_t)(end - cursor) / 5;
-        size_t run = room < bytes_for ? room : bytes_for;
-        if (run == 0)
-            break;
-        while (run-- > 0) {
-            size_t key, width;
-            if (cursor[0] == 'j') {
-                key = (size_t)cursor[1] | (size_t)cursor[2] << 8 | (size_t)cursor[3] << 16 |
-                      (size_t)cursor[4] << 24;
-                width = 5;
-            } else if (cursor[0] == 'h') {
-                key = cursor[1];
-                width = 2;
-            } else {
-                goto done;
+    const uint8_t *data = reader->data;
+    size_t offset = reader->offset, length = reader->length;
+    struct data_value **stack = reader->stack;
+    size_t count = reader->stack_count, stack_capacity = reader->stack_capacity;
+    size_t *marks = reader->marks;
+    size_t mark_count = reader->mark_count, mark_capacity = reader->mark_capacity;
+    struct memo_entry *memo = reader->memo;
+    size_t memo_used = reader->memo_used, memo_entries = reader->memo_entries;
+    struct data_value *const *placeholders = reader->placeholders;
+    /* Everything it pushes lies at or above the innermost MARK, which lies
+     * above the skipped value's slot; and it cuts the stack only down to
+     * such a MARK, with the placeholder it fills below it. So with the
+     * floor lowered to that slot once, no push or cut needs to move it. */
+    if (reader->skip_slot < reader->placeholder_floor)
+        reader->placeholder_floor = reader->skip_slot;
+    /* Nine bytes cover every fixed operand here; text needs its own check. */
+    while (mark_count > reader->skip_marks && length - offset >= 9) {
+        const uint8_t *at = data + offset;
+        struct data_value *pushed;
+        size_t width;
+        switch (at[0]) {
+        case 'j':
+        case 'h': {
+            /* Frames referring to frames already seen come in long runs:
+             * as many as the stack's room and the bytes left (five for the
+             * longer form) allow, without a check of either. */
+            size_t room = stack_capacity - count, bytes_for = (length - offset) / 5;
+            size_t run = room < bytes_for ? room : bytes_for;
+            for (; run > 0; run--) {
+                size_t key;
+                if (at[0] == 'j') {
+                    key = (size_t)at[1] | (size_t)at[2] << 8 | (size_t)at[3] << 16 |
+                          (size_t)at[4] << 24;
+                    width = 5;
+                } else if (at[0] == 'h') {
+                    key = at[1];
+                    width = 2;
+                } else {
+                    break;
+                }
+                if (key >= memo_used || !memo[key].value)
+                    goto done;
+                stack[count++] = memo[key].value;
+                at += width;
             }
-            if (key >= memo_used || !memo[key].value)
+            offset = (size_t)(at - data);
+            if (run == 0)
                 goto done;
-            *top++ = memo[key].value;
-            cursor += width;
+            continue;
         }
+        case 'K':
+            pushed = placeholders[DATA_INT];
+            width = 2;
+            break;
+        case 'M':
+            pushed = placeholders[DATA_INT];
+            width = 3;
+            break;
+        case 'J':
+            pushed = placeholders[DATA_INT];
+            width = 5;
+            break;
+        case 0x8a: /* LONG1 */
+            if (length - offset - 2 < at[1])
+                goto done;
+            pushed = placeholders[DATA_INT];
+            width = 2 + (size_t)at[1];
+            break;
+        case 'N':
+            pushed = placeholders[DATA_NONE];
+            width = 1;
+            break;
+        case 0x88:
+        case 0x89:
+            pushed = placeholders[DATA_BOOL];
+            width = 1;
+            break;
+        case '}':
+            pushed = placeholders[DATA_DICT];
+            width = 1;
+            break;
+        case ']':
+            pushed = placeholders[DATA_LIST];
+            width = 1;
+            break;
+        case 0x8c: { /* SHORT_BINUNICODE: built, as push_text says why */
+            size_t text_length = at[1];
+            if (length - offset - 2 < text_length || count == stack_capacity)
+                goto done;
+            pushed = data_new(reader->document, DATA_STRING);
+            if (!pushed)
+                goto done;
+            pushed->text.bytes = (const char *)at + 2;
+            pushed->text.length = text_length;
+            width = 2 + text_length;
+            break;
+        }
+        case 0x94: { /* MEMOIZE, in key order */
+            size_t key = memo_entries;
+            if (count <= marks[mark_count - 1] || key != memo_used || key >= reader->memo_capacity ||
+                key >= length)
+                goto done;
+            memo[key].value = stack[count - 1];
+            memo[key].skipped_key = reader->skipped_key_count && is_skipped_key(reader, stack[count - 1]);
+            memo_used = memo_entries = key + 1;
+            offset += 1;
+            continue;
+        }
+        case '(':
+            if (mark_count == mark_capacity)
+                goto done;
+            marks[mark_count++] = count;
+            offset += 1;
+            continue;
+        case 'u':
+        case 'e': { /* SETITEMS, APPENDS into a placeholder */
+            size_t height = marks[mark_count - 1];
+            size_t below = mark_count > 1 ? marks[mark_count - 2] : 0;
+            enum data_kind kind = at[0] == 'u' ? DATA_DICT : DATA_LIST;
+            if (height == 0 || height - 1 < below || stack[height - 1] != placeholders[kind] ||
+                (kind == DATA_DICT && (count - height) % 2))
+                goto done;
+            mark_count--;
+            count = height;
+            offset += 1;
+            continue;
+        }
+        case 0x95: /* FRAME */
+            offset += 9;
+            continue;
+        default:
+            goto done;
+        }
+        if (!pushed || count == stack_capacity)
+            goto done;
+        stack[count++] = pushed;
+        offset += width;
     }
 done:
-    reader->offset = (size_t)(cursor - reader->data);
-    reader->stack_count = (size_t)(top - reader->stack);
+    reader->offset = offset;
+    reader->stack_count = count;
+    reader->mark_count = mark_count;
+    reader->memo_used = memo_used;
+    reader->memo_entries = memo_entries;
 }
 
 /* Executes one data opcode; sets *stopped at STOP. */
@@ -613,11 +728,11 @@ static inline bool step(struct reader *reader, uint8_t opcode, bool *stopped)
         reader->marks[reader->mark_count++] = reader->stack_count;
         return true;
     case '}':
-        return push(reader, new_container(reader, DATA_DICT));
+        return push(reader, new_value(reader, DATA_DICT));
     case ']':
-        return push(reader, new_container(reader, DATA_LIST));
+        return push(reader, new_value(reader, DATA_LIST));
     case ')':
-        return push(reader, new_container(reader, DATA_TUPLE));
+        return push(reader, new_value(reader, DATA_TUPLE));
     case 'd':
         return pop_mark(reader, &height) && build_from_stack(reader, DATA_DICT, height);
     case 'l':
@@ -652,11 +767,11 @@ static inline bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case 'G':
         return push_float(reader);
     case 'N':
-        return push(reader, data_new(reader->document, DATA_NONE));
+        return push(reader, new_value(reader, DATA_NONE));
     case 0x88:
     case 0x89:
-        value = data_new(reader->document, DATA_BOOL);
-        if (value)
+        value = new_value(reader, DATA_BOOL);
+        if (value && !reader->skipping)
             value->boolean = opcode == 0x88;
         return push(reader, value);
     case 0x8c:
@@ -707,6 +822,8 @@ static bool decode(const uint8_t *data, size_t length, const char *const *skippe
         reader.skipped_key_lengths[index] = strlen(skipped_keys[index]);
     bool stopped = false, ok = true;
     while (ok && !stopped) {
+        if (reader.skipping && reader.mark_count > reader.skip_marks)
+            skim_batch(&reader);
         if (reader.offset == length) {
             ok = read_fail(error, "byte %zu: the file ends before the STOP opcode", length);
             break;
@@ -715,15 +832,8 @@ static bool decode(const uint8_t *data, size_t length, const char *const *skippe
         uint8_t opcode = data[reader.offset++];
         if (reader.skipping && !in_skipped_value(&reader, opcode))
             reader.skipping = false;
-        if (opcode == 'h' || opcode == 'j') {
-            if (!push_memo_reference(&reader, opcode)) {
-                ok = step(&reader, opcode, &stopped);
-                continue;
-            }
-            if (reader.skipping && reader.mark_count > reader.skip_marks)
-                push_memo_references_in_batch(&reader);
+        if ((opcode == 'h' || opcode == 'j') && push_memo_reference(&reader, opcode))
             continue;
-        }
         ok = step(&reader, opcode, &stopped);
     }
     if (ok)

@@ -45,39 +45,62 @@ static enum action action_of(const struct data_value *action)
     return ACTION_UNKNOWN;
 }
 
-/* The fields of a trace entry the replay reads, found in one pass over its
- * pairs instead of a search per field; a repeated key keeps its last value,
- * as data_dict_get does. */
-struct entry_fields {
-    const struct data_value *action, *addr, *size, *stream, *time_us;
-};
+/* The values of the keys the replay reads in a trace entry, a segment and
+ * a block, found in one pass over the dict's pairs instead of a search per
+ * key: the key's length picks the few names to compare. A repeated key
+ * keeps its last value, as data_dict_get does; an absent one is NULL. */
+enum entry_field { ENTRY_ACTION, ENTRY_ADDR, ENTRY_SIZE, ENTRY_STREAM, ENTRY_TIME_US, ENTRY_FIELDS };
+enum segment_field { SEGMENT_DEVICE, SEGMENT_BLOCKS, SEGMENT_ADDRESS, SEGMENT_STREAM, SEGMENT_FIELDS };
+enum block_field { BLOCK_STATE, BLOCK_SIZE, BLOCK_ADDRESS, BLOCK_REQUESTED_SIZE, BLOCK_FIELDS };
 
-static void find_entry_fields(const struct data_value *entry, struct entry_fields *fields)
+enum dict_shape { SHAPE_ENTRY, SHAPE_SEGMENT, SHAPE_BLOCK };
+
+/* The field of a dict of `shape` that `key` names, or -1. */
+static int field_of(enum dict_shape shape, const struct data_value *key)
 {
-    *fields = (struct entry_fields){0};
-    for (size_t pair = 0; pair < entry->sequence.count; pair++) {
-        const struct data_value *key = entry->sequence.items[2 * pair];
-        const struct data_value *value = entry->sequence.items[2 * pair + 1];
-        if (key->kind != DATA_STRING)
-            continue;
-        switch (key->text.length) {
-        case 4:
-            if (TEXT_IS(key, "addr"))
-                fields->addr = value;
-            else if (TEXT_IS(key, "size"))
-                fields->size = value;
-            break;
-        case 6:
-            if (TEXT_IS(key, "action"))
-                fields->action = value;
-            else if (TEXT_IS(key, "stream"))
-                fields->stream = value;
-            break;
-        case 7:
-            if (TEXT_IS(key, "time_us"))
-                fields->time_us = value;
-            break;
-        }
+    if (key->kind != DATA_STRING)
+        return -1;
+    switch (key->text.length) {
+    case 4:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "addr"))
+            return ENTRY_ADDR;
+        if (shape != SHAPE_SEGMENT && TEXT_IS(key, "size"))
+            return shape == SHAPE_ENTRY ? ENTRY_SIZE : BLOCK_SIZE;
+        return -1;
+    case 5:
+        return shape == SHAPE_BLOCK && TEXT_IS(key, "state") ? BLOCK_STATE : -1;
+    case 6:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "action"))
+            return ENTRY_ACTION;
+        if (shape != SHAPE_BLOCK && TEXT_IS(key, "stream"))
+            return shape == SHAPE_ENTRY ? ENTRY_STREAM : SEGMENT_STREAM;
+        if (shape == SHAPE_SEGMENT && TEXT_IS(key, "device"))
+            return SEGMENT_DEVICE;
+        if (shape == SHAPE_SEGMENT && TEXT_IS(key, "blocks"))
+            return SEGMENT_BLOCKS;
+        return -1;
+    case 7:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "time_us"))
+            return ENTRY_TIME_US;
+        if (shape != SHAPE_ENTRY && TEXT_IS(key, "address"))
+            return shape == SHAPE_SEGMENT ? SEGMENT_ADDRESS : BLOCK_ADDRESS;
+        return -1;
+    case 14:
+        return shape == SHAPE_BLOCK && TEXT_IS(key, "requested_size") ? BLOCK_REQUESTED_SIZE : -1;
+    default:
+        return -1;
+    }
+}
+
+static void find_fields(const struct data_value *dict, enum dict_shape shape, size_t count,
+                        const struct data_value **values)
+{
+    for (size_t index = 0; index < count; index++)
+        values[index] = NULL;
+    for (size_t pair = 0; pair < dict->sequence.count; pair++) {
+        int field = field_of(shape, dict->sequence.items[2 * pair]);
+        if (field >= 0)
+            values[field] = dict->sequence.items[2 * pair + 1];
     }
 }
 
@@ -164,12 +187,6 @@ static bool integer_value(const struct data_value *field, const char *key, bool 
     return true;
 }
 
-static bool integer_field(const struct data_value *dict, const char *key, bool required,
-                          struct place where, int64_t *value, struct read_error *error)
-{
-    return integer_value(data_dict_get(dict, key), key, required, where, value, error);
-}
-
 static bool unsigned_value(const struct data_value *field, const char *key, struct place where,
                            uint64_t *value, struct read_error *error)
 {
@@ -183,16 +200,10 @@ static bool unsigned_value(const struct data_value *field, const char *key, stru
     return true;
 }
 
-static bool unsigned_field(const struct data_value *dict, const char *key, struct place where,
-                           uint64_t *value, struct read_error *error)
-{
-    return unsigned_value(data_dict_get(dict, key), key, where, value, error);
-}
-
-static const struct data_value *list_field(const struct data_value *dict, const char *key,
+/* `field`, the value of `key` (NULL when absent), when it is a list. */
+static const struct data_value *list_value(const struct data_value *field, const char *key,
                                            struct place where, struct read_error *error)
 {
-    const struct data_value *field = data_dict_get(dict, key);
     if (!field)
         place_fail(error, where, "'%s' is missing", key);
     else if (field->kind != DATA_LIST)
@@ -252,9 +263,9 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                               "a %s (expected a dict with 'action', 'addr', 'size', "
                               "'stream')",
                               data_kind_name(entry->kind));
-        struct entry_fields fields;
-        find_entry_fields(entry, &fields);
-        const struct data_value *action = fields.action;
+        const struct data_value *fields[ENTRY_FIELDS];
+        find_fields(entry, SHAPE_ENTRY, ENTRY_FIELDS, fields);
+        const struct data_value *action = fields[ENTRY_ACTION];
         if (!action)
             return place_fail(error, where, "'%s' is missing", "action");
         enum action kind = action_of(action);
@@ -280,10 +291,11 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
             continue;
         }
         int64_t stream = 0;
-        if (!unsigned_value(fields.addr, "addr", where, &record.address, error) ||
-            !unsigned_value(fields.size, "size", where, &record.size, error) ||
-            !integer_value(fields.stream, "stream", false, where, &stream, error) ||
-            !integer_value(fields.time_us, "time_us", false, where, &record.time_us, error))
+        if (!unsigned_value(fields[ENTRY_ADDR], "addr", where, &record.address, error) ||
+            !unsigned_value(fields[ENTRY_SIZE], "size", where, &record.size, error) ||
+            !integer_value(fields[ENTRY_STREAM], "stream", false, where, &stream, error) ||
+            !integer_value(fields[ENTRY_TIME_US], "time_us", false, where, &record.time_us,
+                           error))
             return false;
         record.stream = (uint64_t)stream;
         if (!replay_builder_add(builder, &record, error))
@@ -304,15 +316,17 @@ static bool read_final_state(struct replay_trace_builder *builder,
         if (segment->kind != DATA_DICT)
             return place_fail(error, where, "a %s (expected a dict)",
                               data_kind_name(segment->kind));
+        const struct data_value *fields[SEGMENT_FIELDS];
+        find_fields(segment, SHAPE_SEGMENT, SEGMENT_FIELDS, fields);
         int64_t segment_device = 0, stream = 0;
         uint64_t address;
-        if (!integer_field(segment, "device", false, where, &segment_device, error))
+        if (!integer_value(fields[SEGMENT_DEVICE], "device", false, where, &segment_device, error))
             return false;
         if (segment_device != device)
             continue;
-        const struct data_value *blocks = list_field(segment, "blocks", where, error);
-        if (!blocks || !unsigned_field(segment, "address", where, &address, error) ||
-            !integer_field(segment, "stream", false, where, &stream, error))
+        const struct data_value *blocks = list_value(fields[SEGMENT_BLOCKS], "blocks", where, error);
+        if (!blocks || !unsigned_value(fields[SEGMENT_ADDRESS], "address", where, &address, error) ||
+            !integer_value(fields[SEGMENT_STREAM], "stream", false, where, &stream, error))
             return false;
         for (size_t block_index = 0; block_index < blocks->sequence.count; block_index++) {
             const struct data_value *block = blocks->sequence.items[block_index];
@@ -328,25 +342,27 @@ static bool read_final_state(struct replay_trace_builder *builder,
             struct place at = {.kind = PLACE_BLOCK, .major = segment_index, .minor = block_index};
             if (block->kind != DATA_DICT)
                 return place_fail(error, at, "a %s (expected a dict)", data_kind_name(block->kind));
+            const struct data_value *fields[BLOCK_FIELDS];
+            find_fields(block, SHAPE_BLOCK, BLOCK_FIELDS, fields);
             uint64_t size;
-            const struct data_value *state = data_dict_get(block, "state");
-            if (!unsigned_field(block, "size", at, &size, error))
+            const struct data_value *state = fields[BLOCK_STATE];
+            if (!unsigned_value(fields[BLOCK_SIZE], "size", at, &size, error))
                 return false;
             /* The viewer derives block addresses the same way when absent. */
             int64_t block_address = (int64_t)address;
-            if (!integer_field(block, "address", false, at, &block_address, error))
+            if (!integer_value(fields[BLOCK_ADDRESS], "address", false, at, &block_address, error))
                 return false;
             record.address = (uint64_t)block_address;
             address += size;
             int64_t requested = (int64_t)size;
-            if (!integer_field(block, "requested_size", false, at, &requested, error))
+            if (!integer_value(fields[BLOCK_REQUESTED_SIZE], "requested_size", false, at,
+                               &requested, error))
                 return false;
             record.size = (uint64_t)requested;
+            bool pending = state && TEXT_IS(state, "active_pending_free");
             bool allocated =
-                data_string_is(state, "active_allocated") ||
-                (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
-            if (!state || (!allocated && !data_string_is(state, "inactive") &&
-                           !data_string_is(state, "active_pending_free")))
+                (state && TEXT_IS(state, "active_allocated")) || (pending_counts_as_allocated && pending);
+            if (!state || (!allocated && !TEXT_IS(state, "inactive") && !pending))
                 return place_fail(error, at,
                                   "'%s' is not one of active_allocated, "
                                   "active_pending_free, inactive",
@@ -429,7 +445,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
                            "top level: a %s (expected the dict that "
                            "torch.cuda.memory._snapshot() returns)",
                            data_kind_name(root->kind));
-    const struct data_value *traces = list_field(root, "device_traces", top_level, error);
+    const struct data_value *traces =
+        list_value(data_dict_get(root, "device_traces"), "device_traces", top_level, error);
     if (!traces)
         return false;
     int device;
