@@ -168,7 +168,10 @@ static struct data_value *new_value(struct reader *reader, enum data_kind kind)
     return *placeholder;
 }
 
-static bool is_skipped_key(const struct reader *reader, const struct data_value *value)
+/* Inline everywhere: it runs for every string memoized, mostly to fail at the
+ * length. */
+__attribute__((always_inline)) static inline bool is_skipped_key(const struct reader *reader,
+                                                                  const struct data_value *value)
 {
     if (value->kind != DATA_STRING)
         return false;
@@ -518,8 +521,8 @@ static bool refuse(struct reader *reader, uint8_t opcode)
 
 /* BINGET and LONG_BINGET of a stored key with room on the stack, the
  * opcodes of most of a snapshot's bytes (frames referring to frames already
- * seen); false, having read nothing, for step to handle and explain the
- * rest. */
+ * seen); false, having read nothing, for the general path to handle and
+ * explain the rest. */
 static inline bool push_memo_reference(struct reader *reader, uint8_t opcode)
 {
     size_t width = opcode == 'h' ? 1 : 4;
@@ -542,6 +545,80 @@ static inline bool push_memo_reference(struct reader *reader, uint8_t opcode)
     return true;
 }
 
+
+/* BININT1, BININT2, BININT, and LONG1 of at most 8 bytes where the file
+ * holds 8 bytes after its length: the integers of every entry, outside
+ * skipped values, with room on the stack. False, having read nothing, for
+ * the general path to handle and explain the rest. */
+static inline bool push_small_integer(struct reader *reader, uint8_t opcode)
+{
+    size_t left = reader->length - reader->offset;
+    const uint8_t *bytes = reader->data + reader->offset;
+    int64_t number;
+    size_t width;
+    switch (opcode) {
+    case 'K':
+        if (left < 1)
+            return false;
+        number = bytes[0];
+        width = 1;
+        break;
+    case 'M':
+        if (left < 2)
+            return false;
+        number = (int64_t)bytes[0] | (int64_t)bytes[1] << 8;
+        width = 2;
+        break;
+    case 'J':
+        if (left < 4)
+            return false;
+        number = (int32_t)((uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 |
+                           (uint32_t)bytes[3] << 24);
+        width = 4;
+        break;
+    case 0x8a: {
+        size_t count = bytes[0];
+        if (left < 9 || count > 8)
+            return false;
+        uint64_t raw = little_endian_8(bytes + 1);
+        if (count < 8) {
+            raw &= (UINT64_C(1) << (count * 8)) - 1;
+            if (count > 0 && (bytes[count] & 0x80))
+                raw |= UINT64_MAX << (count * 8);
+        }
+        number = (int64_t)raw;
+        width = 1 + count;
+        break;
+    }
+    default:
+        return false;
+    }
+    if (reader->skipping || reader->stack_count == reader->stack_capacity)
+        return false;
+    struct data_value *value = data_new(reader->document, DATA_INT);
+    if (!value)
+        return false;
+    value->integer = number;
+    reader->stack[reader->stack_count++] = value; /* new, so not a placeholder */
+    reader->offset += width;
+    return true;
+}
+
+/* MEMOIZE as the pickler writes it: the next key in order, with room for
+ * it; false, having done nothing, for memo_put to handle and explain the
+ * rest. */
+static inline bool memoize_in_order(struct reader *reader)
+{
+    size_t key = reader->memo_entries;
+    if (key != reader->memo_used || key >= reader->memo_capacity || key >= reader->length ||
+        reader->stack_count <= stack_floor(reader))
+        return false;
+    struct data_value *value = reader->stack[reader->stack_count - 1];
+    reader->memo[key].value = value;
+    reader->memo[key].skipped_key = reader->skipped_key_count && is_skipped_key(reader, value);
+    reader->memo_used = reader->memo_entries = key + 1;
+    return true;
+}
 
 /* Decodes opcodes inside a batch of a skipped value's items (MARK ...
  * SETITEMS or APPENDS within its frames: most of a snapshot's opcodes) with
@@ -567,8 +644,14 @@ static void skim_batch(struct reader *reader)
      * floor lowered to that slot once, no push or cut needs to move it. */
     if (reader->skip_slot < reader->placeholder_floor)
         reader->placeholder_floor = reader->skip_slot;
+    size_t skip_marks = reader->skip_marks;
+    /* MEMOIZE's key must fit the array, and the file (as memo_put says). */
+    size_t memo_limit = reader->memo_capacity < length ? reader->memo_capacity : length;
     /* Nine bytes cover every fixed operand here; text needs its own check. */
-    while (mark_count > reader->skip_marks && length - offset >= 9) {
+    if (length < 9)
+        return;
+    size_t last_start = length - 9;
+    while (mark_count > skip_marks && offset <= last_start) {
         const uint8_t *at = data + offset;
         struct data_value *pushed;
         size_t width;
@@ -651,8 +734,7 @@ static void skim_batch(struct reader *reader)
         }
         case 0x94: { /* MEMOIZE, in key order */
             size_t key = memo_entries;
-            if (count <= marks[mark_count - 1] || key != memo_used || key >= reader->memo_capacity ||
-                key >= length)
+            if (count <= marks[mark_count - 1] || key != memo_used || key >= memo_limit)
                 goto done;
             memo[key].value = stack[count - 1];
             memo[key].skipped_key = reader->skipped_key_count && is_skipped_key(reader, stack[count - 1]);
@@ -755,13 +837,18 @@ static inline bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case 'e':
         return pop_mark(reader, &height) && add_to_container(reader, DATA_LIST, height);
     case 'J':
-        return read_unsigned(reader, 4, &number) && push_integer(reader, (int32_t)(uint32_t)number);
     case 'K':
-        return read_unsigned(reader, 1, &number) && push_integer(reader, (int64_t)number);
     case 'M':
-        return read_unsigned(reader, 2, &number) && push_integer(reader, (int64_t)number);
     case 0x8a:
-        return read_unsigned(reader, 1, &number) && push_long(reader, number);
+        if (push_small_integer(reader, opcode))
+            return true;
+        if (opcode == 'J')
+            return read_unsigned(reader, 4, &number) &&
+                   push_integer(reader, (int32_t)(uint32_t)number);
+        if (opcode == 0x8a)
+            return read_unsigned(reader, 1, &number) && push_long(reader, number);
+        return read_unsigned(reader, opcode == 'K' ? 1 : 2, &number) &&
+               push_integer(reader, (int64_t)number);
     case 0x8b:
         return read_unsigned(reader, 4, &number) && push_long(reader, number);
     case 'G':
@@ -787,15 +874,15 @@ static inline bool step(struct reader *reader, uint8_t opcode, bool *stopped)
     case 0x8e:
         return push_text(reader, DATA_BYTES, 8);
     case 0x94:
-        return memo_put(reader, reader->memo_entries);
+        return memoize_in_order(reader) || memo_put(reader, reader->memo_entries);
     case 'q':
         return read_unsigned(reader, 1, &number) && memo_put(reader, number);
     case 'r':
         return read_unsigned(reader, 4, &number) && memo_put(reader, number);
     case 'h':
-        return read_unsigned(reader, 1, &number) && memo_get(reader, number);
     case 'j':
-        return read_unsigned(reader, 4, &number) && memo_get(reader, number);
+        return push_memo_reference(reader, opcode) ||
+               (read_unsigned(reader, opcode == 'h' ? 1 : 4, &number) && memo_get(reader, number));
     default:
         return refuse(reader, opcode);
     }
@@ -832,8 +919,6 @@ static bool decode(const uint8_t *data, size_t length, const char *const *skippe
         uint8_t opcode = data[reader.offset++];
         if (reader.skipping && !in_skipped_value(&reader, opcode))
             reader.skipping = false;
-        if ((opcode == 'h' || opcode == 'j') && push_memo_reference(&reader, opcode))
-            continue;
         ok = step(&reader, opcode, &stopped);
     }
     if (ok)
