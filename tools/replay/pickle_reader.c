@@ -189,7 +189,7 @@ static inline void note_placeholder(struct reader *reader, const struct data_val
         reader->placeholder_floor = reader->stack_count;
 }
 
-/* After the stack is cut to `height`: whether any placeholder is left. */
+/* Cuts the stack to `height`; at or below the floor, no placeholder is left. */
 static inline void cut_stack(struct reader *reader, size_t height)
 {
     reader->stack_count = height;
@@ -545,7 +545,6 @@ static inline bool push_memo_reference(struct reader *reader, uint8_t opcode)
     return true;
 }
 
-
 /* BININT1, BININT2, BININT, and LONG1 of at most 8 bytes where the file
  * holds 8 bytes after its length: the integers of every entry, outside
  * skipped values, with room on the stack. False, having read nothing, for
@@ -577,9 +576,9 @@ static inline bool push_small_integer(struct reader *reader, uint8_t opcode)
         width = 4;
         break;
     case 0x8a: {
-        size_t count = bytes[0];
-        if (left < 9 || count > 8)
+        if (left < 9 || bytes[0] > 8)
             return false;
+        size_t count = bytes[0];
         uint64_t raw = little_endian_8(bytes + 1);
         if (count < 8) {
             raw &= (UINT64_C(1) << (count * 8)) - 1;
@@ -639,9 +638,10 @@ static void skim_batch(struct reader *reader)
     size_t memo_used = reader->memo_used, memo_entries = reader->memo_entries;
     struct data_value *const *placeholders = reader->placeholders;
     /* Everything it pushes lies at or above the innermost MARK, which lies
-     * above the skipped value's slot; and it cuts the stack only down to
-     * such a MARK, with the placeholder it fills below it. So with the
-     * floor lowered to that slot once, no push or cut needs to move it. */
+     * at or above the skipped value's slot; it cuts the stack only down to
+     * such a MARK with a placeholder just below it, so never down to that
+     * slot. With the floor lowered to the slot once, no push or cut here
+     * needs to move it. */
     if (reader->skip_slot < reader->placeholder_floor)
         reader->placeholder_floor = reader->skip_slot;
     size_t skip_marks = reader->skip_marks;
