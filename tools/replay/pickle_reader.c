@@ -663,25 +663,30 @@ static void skim_batch(struct reader *reader)
              * longer form) allow, without a check of either. */
             size_t room = stack_capacity - count, bytes_for = (length - offset) / 5;
             size_t run = room < bytes_for ? room : bytes_for;
-            for (; run > 0; run--) {
-                size_t key;
+            /* Runs of one form are the rule: a loop for each, taking turns. */
+            bool unstored = false;
+            while (run > 0 && !unstored && (at[0] == 'j' || at[0] == 'h')) {
                 if (at[0] == 'j') {
-                    key = (size_t)at[1] | (size_t)at[2] << 8 | (size_t)at[3] << 16 |
-                          (size_t)at[4] << 24;
-                    width = 5;
-                } else if (at[0] == 'h') {
-                    key = at[1];
-                    width = 2;
+                    for (; run > 0 && at[0] == 'j'; run--, at += 5) {
+                        size_t key = (size_t)at[1] | (size_t)at[2] << 8 |
+                                     (size_t)at[3] << 16 | (size_t)at[4] << 24;
+                        if ((unstored = key >= memo_used || !memo[key].value))
+                            break;
+                        stack[count++] = memo[key].value;
+                    }
                 } else {
-                    break;
+                    for (; run > 0 && at[0] == 'h'; run--, at += 2) {
+                        size_t key = at[1];
+                        if ((unstored = key >= memo_used || !memo[key].value))
+                            break;
+                        stack[count++] = memo[key].value;
+                    }
                 }
-                if (key >= memo_used || !memo[key].value)
-                    goto done;
-                stack[count++] = memo[key].value;
-                at += width;
             }
             offset = (size_t)(at - data);
-            if (run == 0)
+            /* Out of room or bytes, or at a key never stored: the general
+             * path takes it from here. */
+            if (run == 0 || unstored)
                 goto done;
             continue;
         }
