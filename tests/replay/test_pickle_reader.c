@@ -232,3 +232,123 @@ Test(pickle_reader, builds_empty_containers_from_a_mark_on_an_empty_stack)
     cr_assert_eq(document.root->kind, DATA_DICT);
     cr_assert_eq(document.root->sequence.count, 0);
 }
+
+/* pickle_read_skipping with the snapshot reader's one skipped key. The
+ * pickles come from Python's pickle.dumps(..., protocol=4) unless they say
+ * they were assembled by hand. */
+static const char *const frames_key[] = {"frames"};
+
+#define READ_SKIPPING_OK(bytes)                                                                    \
+    do {                                                                                           \
+        static const uint8_t input[] = bytes;                                                      \
+        struct read_error error = {{0}};                                                         \
+        cr_assert(pickle_read_skipping(input, sizeof input - 1, frames_key, 1, &document, &error), \
+                  "%s", error.message);                                                            \
+    } while (0)
+
+/* Both readers refuse `input` with the same message. */
+static void expect_same_error(const uint8_t *input, size_t length, const char *message)
+{
+    expect_error(input, length, message);
+    struct read_error error = {{0}};
+    cr_assert_not(pickle_read_skipping(input, length, frames_key, 1, &document, &error));
+    cr_assert_str_eq(error.message, message);
+    cr_assert_null(document.root);
+}
+
+#define EXPECT_SAME_ERROR(bytes, message)                                                          \
+    do {                                                                                           \
+        static const uint8_t input[] = bytes;                                                      \
+        expect_same_error(input, sizeof input - 1, message);                                       \
+    } while (0)
+
+Test(pickle_reader, skipping_keeps_every_other_value)
+{
+    /* {'a': {'frames': [{'name': 'f', 'line': 7}], 'x': 1}, 'b': 2} */
+    READ_SKIPPING_OK("\x80\x04\x95=\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01"
+                     "a\x94}\x94(\x8c\x06"
+                     "frames\x94]\x94}\x94(\x8c\x04name\x94\x8c\x01"
+                     "f\x94\x8c\x04line\x94K\x07ua\x8c\x01x\x94K\x01u\x8c\x01"
+                     "b\x94K\x02u.");
+    const struct data_value *inner = data_dict_get(document.root, "a");
+    cr_assert_eq(inner->sequence.count, 2, "the skipped value keeps its pair");
+    cr_assert_eq(data_dict_get(inner, "frames")->kind, DATA_LIST);
+    cr_assert_eq(data_dict_get(inner, "x")->integer, 1);
+    cr_assert_eq(data_dict_get(document.root, "b")->integer, 2);
+}
+
+Test(pickle_reader, skipping_resolves_memo_references_from_kept_places_into_skipped_values)
+{
+    /* frame = {'name': 'f'}; frames = [frame, frame]
+     * {'a': {'frames': frames, 'x': 1}, 'b': frames, 'c': frame}: 'b' and
+     * 'c' refer (BINGET 4 and 5) to objects first built inside the skipped
+     * value. */
+    READ_SKIPPING_OK("\x80\x04\x95<\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01"
+                     "a\x94}\x94(\x8c\x06"
+                     "frames\x94]\x94(}\x94\x8c\x04name\x94\x8c\x01"
+                     "f\x94sh\x05"
+                     "e\x8c\x01x\x94K\x01u\x8c\x01"
+                     "b\x94h\x04\x8c\x01"
+                     "c\x94h\x05u.");
+    const struct data_value *frames = data_dict_get(document.root, "b");
+    cr_assert_eq(frames->kind, DATA_LIST);
+    cr_assert_eq(frames->sequence.count, 2);
+    for (size_t index = 0; index < 2; index++)
+        cr_assert(data_string_is(data_dict_get(frames->sequence.items[index], "name"), "f"),
+                  "frame %zu", index);
+    const struct data_value *frame = data_dict_get(document.root, "c");
+    cr_assert_eq(frame, frames->sequence.items[0], "one memo entry, one object");
+    cr_assert(data_string_is(data_dict_get(frame, "name"), "f"));
+    cr_assert_eq(data_dict_get(data_dict_get(document.root, "a"), "x")->integer, 1);
+}
+
+Test(pickle_reader, skipping_keeps_strings_a_skipped_value_shares_with_kept_places)
+{
+    /* {'frames': [{'filename': '', 'line': 3}, {'filename': 'b.py', 'line': 4}],
+     *  'kept': ''}: CPython has one empty string, memoized inside the frames
+     * and referred to (BINGET 5) under 'kept'. */
+    READ_SKIPPING_OK("\x80\x04\x95G\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x06"
+                     "frames\x94]\x94(}\x94(\x8c\x08"
+                     "filename\x94\x8c\x00\x94\x8c\x04line\x94K\x03u}\x94(h\x04\x8c\x04"
+                     "b.py\x94h\x06K\x04ue\x8c\x04kept\x94h\x05u.");
+    cr_assert(data_string_is(data_dict_get(document.root, "kept"), ""));
+}
+
+Test(pickle_reader, skipping_applies_what_a_skipped_value_appends_to_a_kept_list)
+{
+    /* By hand: {'first': [], 'keep': L, 'frames': [L]} where the frames
+     * batch appends 'z' to L (BINGET 1, SHORT_BINUNICODE 'z', APPEND) before
+     * appending L itself. */
+    READ_SKIPPING_OK("\x80\x04}(\x8c\x05" "first]\x94\x8c\x04keep]\x94\x8c\x06"
+                     "frames](h\x01\x8c\x01z"
+                     "ae" /* APPEND, APPENDS */
+                     "u.");
+    const struct data_value *kept = data_dict_get(document.root, "keep");
+    cr_assert_eq(kept->kind, DATA_LIST);
+    cr_assert_eq(kept->sequence.count, 1);
+    cr_assert(data_string_is(kept->sequence.items[0], "z"));
+    cr_assert_eq(data_dict_get(document.root, "first")->sequence.count, 0);
+}
+
+Test(pickle_reader, skipping_reports_malformed_skipped_values_as_reading_them_would)
+{
+    /* By hand: {'frames': [memo key 9 never stored, ...], 'x': 1}. */
+    EXPECT_SAME_ERROR("\x80\x04}(\x8c\x06"
+                      "frames](h\x09K\x01"
+                      "e\x8c\x01xK\x01u.",
+                      "byte 14: BINGET refers to memo key 9, which was never stored");
+    /* A frame dict with a key and no value, inside the batch. */
+    EXPECT_SAME_ERROR("\x80\x04}(\x8c\x06"
+                      "frames](}(K\x01u"
+                      "e\x8c\x01xK\x01u.",
+                      "byte 18: SETITEMS has an odd number of items (a key without a value)");
+    /* APPENDS on a dict placeholder. */
+    EXPECT_SAME_ERROR("\x80\x04}(\x8c\x06"
+                      "frames}(K\x01"
+                      "e\x8c\x01xK\x01u.",
+                      "byte 16: APPENDS applied to a dict (expected a list)");
+    /* The file ends inside the skipped value. */
+    EXPECT_SAME_ERROR("\x80\x04}(\x8c\x06"
+                      "frames](K\x01K\x02",
+                      "byte 18: the file ends before the STOP opcode");
+}

@@ -8,19 +8,111 @@
 #include "json_reader.h"
 #include "pickle_reader.h"
 
+/* Whether `value` is the string `text` of `length` bytes; with both
+ * constants the comparison compiles inline. */
+static inline bool text_is(const struct data_value *value, const char *text, size_t length)
+{
+    return value->kind == DATA_STRING && value->text.length == length &&
+           memcmp(value->text.bytes, text, length) == 0;
+}
+
+#define TEXT_IS(value, literal) text_is(value, literal, sizeof literal - 1)
+
 /* Every action PyTorch records; only alloc and the chosen free move memory. */
-static const char *const known_actions[] = {
-    "alloc",        "free_requested", "free_completed", "segment_alloc",
-    "segment_free", "segment_map",    "segment_unmap",  "oom",
-    "snapshot",     "annotate",
+enum action {
+    ACTION_ALLOC,
+    ACTION_FREE_REQUESTED,
+    ACTION_FREE_COMPLETED,
+    ACTION_OTHER, /* known, moves nothing */
+    ACTION_UNKNOWN,
 };
 
-static bool is_known_action(const struct data_value *action)
+static enum action action_of(const struct data_value *action)
 {
-    for (size_t index = 0; index < sizeof known_actions / sizeof *known_actions; index++)
-        if (data_string_is(action, known_actions[index]))
-            return true;
-    return false;
+    if (action->kind != DATA_STRING)
+        return ACTION_UNKNOWN;
+    /* The length tells most apart before any byte is compared. */
+    if (TEXT_IS(action, "alloc"))
+        return ACTION_ALLOC;
+    if (TEXT_IS(action, "free_requested"))
+        return ACTION_FREE_REQUESTED;
+    if (TEXT_IS(action, "free_completed"))
+        return ACTION_FREE_COMPLETED;
+    if (TEXT_IS(action, "segment_alloc") || TEXT_IS(action, "segment_free") ||
+        TEXT_IS(action, "segment_map") || TEXT_IS(action, "segment_unmap") ||
+        TEXT_IS(action, "oom") || TEXT_IS(action, "snapshot") || TEXT_IS(action, "annotate"))
+        return ACTION_OTHER;
+    return ACTION_UNKNOWN;
+}
+
+/* The values of the keys the replay reads in a trace entry, a segment and
+ * a block, found in one pass over the dict's pairs instead of a search per
+ * key: the key's length picks the few names to compare. A repeated key
+ * keeps its last value, as data_dict_get does; an absent one is NULL. */
+enum entry_field { ENTRY_ACTION, ENTRY_ADDR, ENTRY_SIZE, ENTRY_STREAM, ENTRY_TIME_US, ENTRY_FIELDS };
+enum segment_field { SEGMENT_DEVICE, SEGMENT_BLOCKS, SEGMENT_ADDRESS, SEGMENT_STREAM, SEGMENT_FIELDS };
+enum block_field { BLOCK_STATE, BLOCK_SIZE, BLOCK_ADDRESS, BLOCK_REQUESTED_SIZE, BLOCK_FIELDS };
+
+enum dict_shape { SHAPE_ENTRY, SHAPE_SEGMENT, SHAPE_BLOCK };
+
+/* The field of a dict of `shape` that `key` names, or -1. */
+static int field_of(enum dict_shape shape, const struct data_value *key)
+{
+    if (key->kind != DATA_STRING)
+        return -1;
+    switch (key->text.length) {
+    case 4:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "addr"))
+            return ENTRY_ADDR;
+        if (shape != SHAPE_SEGMENT && TEXT_IS(key, "size"))
+            return shape == SHAPE_ENTRY ? ENTRY_SIZE : BLOCK_SIZE;
+        return -1;
+    case 5:
+        return shape == SHAPE_BLOCK && TEXT_IS(key, "state") ? BLOCK_STATE : -1;
+    case 6:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "action"))
+            return ENTRY_ACTION;
+        if (shape != SHAPE_BLOCK && TEXT_IS(key, "stream"))
+            return shape == SHAPE_ENTRY ? ENTRY_STREAM : SEGMENT_STREAM;
+        if (shape == SHAPE_SEGMENT && TEXT_IS(key, "device"))
+            return SEGMENT_DEVICE;
+        if (shape == SHAPE_SEGMENT && TEXT_IS(key, "blocks"))
+            return SEGMENT_BLOCKS;
+        return -1;
+    case 7:
+        if (shape == SHAPE_ENTRY && TEXT_IS(key, "time_us"))
+            return ENTRY_TIME_US;
+        if (shape != SHAPE_ENTRY && TEXT_IS(key, "address"))
+            return shape == SHAPE_SEGMENT ? SEGMENT_ADDRESS : BLOCK_ADDRESS;
+        return -1;
+    case 14:
+        return shape == SHAPE_BLOCK && TEXT_IS(key, "requested_size") ? BLOCK_REQUESTED_SIZE : -1;
+    default:
+        return -1;
+    }
+}
+
+static void find_fields(const struct data_value *dict, enum dict_shape shape, size_t count,
+                        const struct data_value **values)
+{
+    for (size_t index = 0; index < count; index++)
+        values[index] = NULL;
+    for (size_t pair = 0; pair < dict->sequence.count; pair++) {
+        int field = field_of(shape, dict->sequence.items[2 * pair]);
+        if (field >= 0)
+            values[field] = dict->sequence.items[2 * pair + 1];
+    }
+}
+
+/* The entry's 'action', NULL when it has none (or is not a dict). */
+static const struct data_value *action_field(const struct data_value *entry)
+{
+    if (entry->kind != DATA_DICT)
+        return NULL;
+    for (size_t pair = entry->sequence.count; pair-- > 0;)
+        if (TEXT_IS(entry->sequence.items[2 * pair], "action"))
+            return entry->sequence.items[2 * pair + 1];
+    return NULL;
 }
 
 /* Where a value sits in the snapshot, named in messages only: the name is
@@ -73,12 +165,11 @@ __attribute__((format(printf, 3, 4))) static bool place_fail(struct read_error *
     return false;
 }
 
-/* Reads integer field `key` of `dict`; `where` names the dict in messages.
- * A missing optional field leaves *value untouched. */
-static bool integer_field(const struct data_value *dict, const char *key, bool required,
+/* Reads `field`, the value of `key` (NULL when absent); `where` names its
+ * dict in messages. A missing optional field leaves *value untouched. */
+static bool integer_value(const struct data_value *field, const char *key, bool required,
                           struct place where, int64_t *value, struct read_error *error)
 {
-    const struct data_value *field = data_dict_get(dict, key);
     if (!field) {
         if (required)
             return place_fail(error, where, "'%s' is missing", key);
@@ -96,11 +187,11 @@ static bool integer_field(const struct data_value *dict, const char *key, bool r
     return true;
 }
 
-static bool unsigned_field(const struct data_value *dict, const char *key, struct place where,
+static bool unsigned_value(const struct data_value *field, const char *key, struct place where,
                            uint64_t *value, struct read_error *error)
 {
     int64_t signed_value = 0;
-    if (!integer_field(dict, key, true, where, &signed_value, error))
+    if (!integer_value(field, key, true, where, &signed_value, error))
         return false;
     if (signed_value < 0)
         return place_fail(error, where, "'%s' is %" PRId64 " (expected a non-negative int)",
@@ -109,10 +200,10 @@ static bool unsigned_field(const struct data_value *dict, const char *key, struc
     return true;
 }
 
-static const struct data_value *list_field(const struct data_value *dict, const char *key,
+/* `field`, the value of `key` (NULL when absent), when it is a list. */
+static const struct data_value *list_value(const struct data_value *field, const char *key,
                                            struct place where, struct read_error *error)
 {
-    const struct data_value *field = data_dict_get(dict, key);
     if (!field)
         place_fail(error, where, "'%s' is missing", key);
     else if (field->kind != DATA_LIST)
@@ -150,15 +241,16 @@ static bool pick_device(const struct data_value *traces, int requested, int *dev
 /* True when the trace marks frees with free_completed entries. */
 static bool has_free_completed(const struct data_value *entries)
 {
-    for (size_t index = 0; index < entries->sequence.count; index++)
-        if (data_string_is(data_dict_get(entries->sequence.items[index], "action"),
-                           "free_completed"))
+    for (size_t index = 0; index < entries->sequence.count; index++) {
+        const struct data_value *action = action_field(entries->sequence.items[index]);
+        if (action && TEXT_IS(action, "free_completed"))
             return true;
+    }
     return false;
 }
 
 static bool read_entries(struct replay_trace_builder *builder, const struct data_value *entries,
-                         int device, const char *free_action, struct read_error *error)
+                         int device, enum action free_action, struct read_error *error)
 {
     for (size_t index = 0; index < entries->sequence.count; index++) {
         const struct data_value *entry = entries->sequence.items[index];
@@ -171,10 +263,13 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                               "a %s (expected a dict with 'action', 'addr', 'size', "
                               "'stream')",
                               data_kind_name(entry->kind));
-        const struct data_value *action = data_dict_get(entry, "action");
+        const struct data_value *fields[ENTRY_FIELDS];
+        find_fields(entry, SHAPE_ENTRY, ENTRY_FIELDS, fields);
+        const struct data_value *action = fields[ENTRY_ACTION];
         if (!action)
             return place_fail(error, where, "'%s' is missing", "action");
-        if (!is_known_action(action)) {
+        enum action kind = action_of(action);
+        if (kind == ACTION_UNKNOWN) {
             if (action->kind != DATA_STRING)
                 return place_fail(error, where, "'action' is a %s (expected a str)",
                                   data_kind_name(action->kind));
@@ -187,19 +282,20 @@ static bool read_entries(struct replay_trace_builder *builder, const struct data
                 read_quote(action->text.bytes, action->text.length, shown, sizeof shown));
         }
         struct replay_record record = {.position = position, .time_us = -1};
-        if (data_string_is(action, "alloc"))
+        if (kind == ACTION_ALLOC)
             record.action = REPLAY_ALLOC;
-        else if (data_string_is(action, free_action))
+        else if (kind == free_action)
             record.action = REPLAY_FREE;
         else {
             builder->trace->ignored_count++;
             continue;
         }
         int64_t stream = 0;
-        if (!unsigned_field(entry, "addr", where, &record.address, error) ||
-            !unsigned_field(entry, "size", where, &record.size, error) ||
-            !integer_field(entry, "stream", false, where, &stream, error) ||
-            !integer_field(entry, "time_us", false, where, &record.time_us, error))
+        if (!unsigned_value(fields[ENTRY_ADDR], "addr", where, &record.address, error) ||
+            !unsigned_value(fields[ENTRY_SIZE], "size", where, &record.size, error) ||
+            !integer_value(fields[ENTRY_STREAM], "stream", false, where, &stream, error) ||
+            !integer_value(fields[ENTRY_TIME_US], "time_us", false, where, &record.time_us,
+                           error))
             return false;
         record.stream = (uint64_t)stream;
         if (!replay_builder_add(builder, &record, error))
@@ -220,15 +316,17 @@ static bool read_final_state(struct replay_trace_builder *builder,
         if (segment->kind != DATA_DICT)
             return place_fail(error, where, "a %s (expected a dict)",
                               data_kind_name(segment->kind));
+        const struct data_value *fields[SEGMENT_FIELDS];
+        find_fields(segment, SHAPE_SEGMENT, SEGMENT_FIELDS, fields);
         int64_t segment_device = 0, stream = 0;
         uint64_t address;
-        if (!integer_field(segment, "device", false, where, &segment_device, error))
+        if (!integer_value(fields[SEGMENT_DEVICE], "device", false, where, &segment_device, error))
             return false;
         if (segment_device != device)
             continue;
-        const struct data_value *blocks = list_field(segment, "blocks", where, error);
-        if (!blocks || !unsigned_field(segment, "address", where, &address, error) ||
-            !integer_field(segment, "stream", false, where, &stream, error))
+        const struct data_value *blocks = list_value(fields[SEGMENT_BLOCKS], "blocks", where, error);
+        if (!blocks || !unsigned_value(fields[SEGMENT_ADDRESS], "address", where, &address, error) ||
+            !integer_value(fields[SEGMENT_STREAM], "stream", false, where, &stream, error))
             return false;
         for (size_t block_index = 0; block_index < blocks->sequence.count; block_index++) {
             const struct data_value *block = blocks->sequence.items[block_index];
@@ -244,25 +342,27 @@ static bool read_final_state(struct replay_trace_builder *builder,
             struct place at = {.kind = PLACE_BLOCK, .major = segment_index, .minor = block_index};
             if (block->kind != DATA_DICT)
                 return place_fail(error, at, "a %s (expected a dict)", data_kind_name(block->kind));
+            const struct data_value *fields[BLOCK_FIELDS];
+            find_fields(block, SHAPE_BLOCK, BLOCK_FIELDS, fields);
             uint64_t size;
-            const struct data_value *state = data_dict_get(block, "state");
-            if (!unsigned_field(block, "size", at, &size, error))
+            const struct data_value *state = fields[BLOCK_STATE];
+            if (!unsigned_value(fields[BLOCK_SIZE], "size", at, &size, error))
                 return false;
             /* The viewer derives block addresses the same way when absent. */
             int64_t block_address = (int64_t)address;
-            if (!integer_field(block, "address", false, at, &block_address, error))
+            if (!integer_value(fields[BLOCK_ADDRESS], "address", false, at, &block_address, error))
                 return false;
             record.address = (uint64_t)block_address;
             address += size;
             int64_t requested = (int64_t)size;
-            if (!integer_field(block, "requested_size", false, at, &requested, error))
+            if (!integer_value(fields[BLOCK_REQUESTED_SIZE], "requested_size", false, at,
+                               &requested, error))
                 return false;
             record.size = (uint64_t)requested;
+            bool pending = state && TEXT_IS(state, "active_pending_free");
             bool allocated =
-                data_string_is(state, "active_allocated") ||
-                (pending_counts_as_allocated && data_string_is(state, "active_pending_free"));
-            if (!state || (!allocated && !data_string_is(state, "inactive") &&
-                           !data_string_is(state, "active_pending_free")))
+                (state && TEXT_IS(state, "active_allocated")) || (pending_counts_as_allocated && pending);
+            if (!state || (!allocated && !TEXT_IS(state, "inactive") && !pending))
                 return place_fail(error, at,
                                   "'%s' is not one of active_allocated, "
                                   "active_pending_free, inactive",
@@ -345,7 +445,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
                            "top level: a %s (expected the dict that "
                            "torch.cuda.memory._snapshot() returns)",
                            data_kind_name(root->kind));
-    const struct data_value *traces = list_field(root, "device_traces", top_level, error);
+    const struct data_value *traces =
+        list_value(data_dict_get(root, "device_traces"), "device_traces", top_level, error);
     if (!traces)
         return false;
     int device;
@@ -363,7 +464,8 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
         return false;
     bool frees_complete = entries && has_free_completed(entries);
     if (entries && !read_entries(builder, entries, device,
-                                 frees_complete ? "free_completed" : "free_requested", error))
+                                 frees_complete ? ACTION_FREE_COMPLETED : ACTION_FREE_REQUESTED,
+                                 error))
         return false;
     /* A snapshot without segments has no final state to infer from. */
     if (!segments)
@@ -385,12 +487,18 @@ bool snapshot_recognised(const uint8_t *data, size_t length)
     return offset < length && data[offset] == '{';
 }
 
+/* The stack frames of entries, segments and blocks: most of a snapshot's
+ * opcodes, and nothing the replay uses. */
+static const char *const unread_keys[] = {"frames"};
+
 bool snapshot_read(const uint8_t *data, size_t length, int device, struct replay_trace *trace,
                    struct read_error *error)
 {
     struct data_document document;
     bool decoded = length > 0 && data[0] == 0x80
-                       ? pickle_read(data, length, &document, error)
+                       ? pickle_read_skipping(data, length, unread_keys,
+                                              sizeof unread_keys / sizeof *unread_keys, &document,
+                                              error)
                        : json_read((const char *)data, length, &document, error);
     if (!decoded)
         return false;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rmm_csv_reader.h"
 #include "snapshot_reader.h"
@@ -14,7 +15,13 @@ bool trace_read_file(const char *path, uint8_t **data, size_t *length, struct re
     FILE *file = fopen(path, "rb");
     if (!file)
         return read_fail(error, "cannot open: %s", strerror(errno));
+    /* A regular file is read in one go into a buffer of its size and a
+     * byte more (no copy as the buffer grows); a pipe grows from 64 KiB. */
     size_t capacity = 1 << 16, used = 0;
+    struct stat status;
+    if (fstat(fileno(file), &status) == 0 && S_ISREG(status.st_mode) && status.st_size > 0 &&
+        (uintmax_t)status.st_size < SIZE_MAX / 2)
+        capacity = (size_t)status.st_size + 1;
     uint8_t *buffer = malloc(capacity);
     while (buffer) {
         used += fread(buffer + used, 1, capacity - used, file);
