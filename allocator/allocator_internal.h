@@ -205,6 +205,9 @@ struct front_cache {
     uint8_t next_victim; /* slot replaced when a new size needs one */
     uint8_t index;       /* its place in the allocator's fronts */
     uint32_t hits_since_query; /* paces fence queries on the lane's hits */
+    /* What its lanes served (gpucache_allocator_lane_counts). */
+    uint64_t lane_hits;
+    uint64_t lane_frees;
     struct front_slot slots[FRONT_SIZES];
     /* The statistics its blocks owe (read atomically, without the front's
      * lock, by the peaks of front_change_requested and front_count_allocated). */

@@ -12,6 +12,7 @@
 #include <sched.h>
 
 #include "allocator_internal.h"
+#include "gpucache_allocator_testing.h"
 #include "size_policy.h"
 
 /* Counters a lane changes under its front's lock and the allocator's peaks
@@ -230,6 +231,19 @@ void front_cache_flush_slow(struct gpucache_allocator *allocator)
 {
     while (allocator->fronts_claimed != 0)
         release_front(allocator, &allocator->fronts[__builtin_ctz(allocator->fronts_claimed)]);
+}
+
+void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64_t *hits,
+                                    uint64_t *frees)
+{
+    *hits = *frees = 0;
+    for (int i = 0; i < FRONT_STREAMS; i++) {
+        struct front_cache *front = &allocator->fronts[i];
+        front_lock(front);
+        *hits += front->lane_hits;
+        *frees += front->lane_frees;
+        front_unlock(front);
+    }
 }
 
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream)
@@ -564,6 +578,7 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
             break;
         pop_for_hit(front, slot, pool, size);
         handed_out_fill(front, entry, block);
+        front->lane_hits++;
         emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size,
                          stream);
         address = block->address;
@@ -595,6 +610,7 @@ bool front_lane_put_in(struct gpucache_allocator *allocator, struct front_cache 
      * above every fence recorded before and at or below every later one. */
     block->free_tick = __atomic_load_n(&allocator->tick, __ATOMIC_ACQUIRE) + 1;
     front_push(front, slot, block);
+    front->lane_frees++;
     emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
                      block->requested_size, block->size, block->stream);
     emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,

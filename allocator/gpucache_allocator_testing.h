@@ -19,4 +19,9 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
  * writes the first violation into `why`. */
 bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, size_t why_size);
 
+/* How many hits and frees the fronts' lanes served (without the allocator's
+ * lock) since the allocator was created. */
+void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64_t *hits,
+                                    uint64_t *frees);
+
 #endif

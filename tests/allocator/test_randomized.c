@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "allocator_fixture.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_report.h"
 
 #define LIVE_MAX 384
@@ -32,6 +33,13 @@ struct freed_range {
 struct walk {
     struct fixture f;
     bool check_reuse_safety;
+    /* Operations between invariant checks: a check merges the fronts back,
+     * so a walk that checks after every operation never reaches a lane. */
+    unsigned long check_interval;
+    /* Most allocations ask for the size last freed on their stream, as a
+     * training step's repeated shapes do: the fronts (and lanes) serve them. */
+    bool repeat_sizes;
+    size_t last_freed[STREAM_COUNT];
     struct freed_range *freed;
     size_t freed_count;
     size_t freed_capacity;
@@ -173,7 +181,10 @@ static bool overlaps_live(const struct walk *walk, uint64_t address, size_t size
 static void do_alloc(struct walk *walk)
 {
     size_t size = random_size(walk);
-    gpucache_stream stream = walk->streams[next_random(walk) % STREAM_COUNT];
+    size_t which = (size_t)(next_random(walk) % STREAM_COUNT);
+    gpucache_stream stream = walk->streams[which];
+    if (walk->repeat_sizes && walk->last_freed[which] != 0 && next_random(walk) % 4 != 0)
+        size = walk->last_freed[which];
     uint64_t address = 0;
     gpucache_result result = gpucache_allocator_malloc(walk->f.allocator, size, stream, &address);
     if (result == GPUCACHE_ERROR_OUT_OF_MEMORY) {
@@ -199,6 +210,9 @@ static void do_free(struct walk *walk)
     remember_free(walk, &block, kind, stream);
     cr_assert_eq(gpucache_allocator_free(walk->f.allocator, block.address, kind, stream),
                  GPUCACHE_SUCCESS, "operation %lu", walk->operations);
+    for (int i = 0; i < STREAM_COUNT; i++)
+        if (walk->streams[i] == block.stream)
+            walk->last_freed[i] = block.size;
 }
 
 static void do_event(struct walk *walk)
@@ -256,7 +270,8 @@ static void run_walk(struct walk *walk, unsigned long operations)
             do_free(walk);
         else
             do_alloc(walk);
-        if (!gpucache_allocator_check(walk->f.allocator, why, sizeof why))
+        if (walk->operations % walk->check_interval == 0 &&
+            !gpucache_allocator_check(walk->f.allocator, why, sizeof why))
             cr_assert_fail("operation %lu: %s", walk->operations, why);
     }
     for (size_t i = 0; i < walk->live_count; i++)
@@ -286,6 +301,7 @@ static struct walk *start_walk(uint64_t seed)
     struct walk *walk = calloc(1, sizeof *walk);
     walk->random_state = seed;
     walk->check_reuse_safety = true;
+    walk->check_interval = 1;
     for (int i = 0; i < STREAM_COUNT; i++)
         walk->streams[i] = (gpucache_stream)(i * 0x1000);
     fixture_defaults(&walk->f);
@@ -305,6 +321,23 @@ Test(randomized, a_million_operations_over_four_streams, .timeout = 110)
     fixture_open(&walk->f, 6 * GiB);
     accounting_driver_hold_fences(walk->f.driver, true);
     run_walk(walk, operation_count());
+    finish_walk(walk);
+}
+
+Test(randomized, the_lanes_with_checks_every_97_operations, .timeout = 110)
+{
+    struct walk *walk = start_walk(UINT64_C(0xC0FFEE));
+    walk->check_interval = 97;
+    walk->repeat_sizes = true;
+    fixture_open(&walk->f, 6 * GiB);
+    accounting_driver_hold_fences(walk->f.driver, true);
+    run_walk(walk, operation_count());
+    uint64_t hits = 0, frees = 0;
+    gpucache_allocator_lane_counts(walk->f.allocator, &hits, &frees);
+    cr_log_info("lanes: %llu hits, %llu frees", (unsigned long long)hits,
+                (unsigned long long)frees);
+    cr_assert_gt(hits, 1000, "the walk must reach the lanes' hits");
+    cr_assert_gt(frees, 1000, "the walk must reach the lanes' frees");
     finish_walk(walk);
 }
 

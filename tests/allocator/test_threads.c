@@ -192,6 +192,12 @@ static int run_lanes(struct gpucache_allocator *allocator)
     pthread_join(disturber, NULL);
     if (atomic_load(&shared.failures) != 0)
         return failed("lanes: a malloc or free failed, or an address was handed out twice");
+    uint64_t hits = 0, frees = 0;
+    gpucache_allocator_lane_counts(allocator, &hits, &frees);
+    if (hits < 1000 || frees < 1000)
+        return failed("lanes: the threads did not reach the lanes");
+    printf("allocator threads: the lanes served %llu hits and %llu frees\n",
+           (unsigned long long)hits, (unsigned long long)frees);
     struct gpucache_stats stats;
     gpucache_allocator_get_stats(allocator, &stats);
     if (stats.allocation[GPUCACHE_STAT_ALL].current != 0)
@@ -252,7 +258,7 @@ int main(void)
         return failed(why);
     gpucache_allocator_destroy(shared.allocator);
     accounting_driver_destroy(driver);
-    printf("allocator threads: %d threads x %d rounds, then %d x %d on the lanes, consistent\n",
+    printf("allocator threads: %d threads x %d rounds, then %d x %d with the lanes, consistent\n",
            THREADS, ROUNDS, THREADS, LANE_ROUNDS);
     return 0;
 }
