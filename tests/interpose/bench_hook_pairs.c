@@ -11,11 +11,18 @@
  * driver call the pairs cause is printed per 1,000 pairs, by name. The
  * measured pairs run in run_pairs() alone, so that
  *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=run_pairs ...
- * counts exactly their instructions (divide the total by `pairs`). */
+ * counts exactly their instructions (divide the total by `pairs`).
+ *
+ *   bench_hook_pairs pairs 1 threads
+ *
+ * runs case 1 on 1-4 threads at once, each on a stream of its own, and prints
+ * the wall time per pair of all threads (its inverse is the aggregate rate). */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define WARM_UP_PAIRS 10000
 #define PAIR_SIZE 4096
@@ -107,12 +114,73 @@ static void measure(enum pair_kind kind, int pairs, call_count_function call_cou
         CHECK_DRIVER(cuStreamDestroy(stream));
 }
 
+#define MAX_THREADS 4
+
+struct thread_run {
+    CUcontext context;
+    int pairs;
+    pthread_barrier_t *start;
+    long long started_ns, finished_ns;
+};
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void *run_thread(void *argument)
+{
+    struct thread_run *run = argument;
+    CUstream stream;
+    CHECK_DRIVER(cuCtxSetCurrent(run->context));
+    CHECK_DRIVER(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    run_pairs(PAIR_CREATED_STREAM, stream, WARM_UP_PAIRS);
+    pthread_barrier_wait(run->start);
+    run->started_ns = now_ns();
+    run_pairs(PAIR_CREATED_STREAM, stream, run->pairs);
+    run->finished_ns = now_ns();
+    CHECK_DRIVER(cuStreamSynchronize(stream));
+    CHECK_DRIVER(cuStreamDestroy(stream));
+    return NULL;
+}
+
+static void measure_threads(CUcontext context, int pairs, int threads)
+{
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    struct thread_run runs[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
+    for (int i = 0; i < threads; i++) {
+        runs[i] = (struct thread_run){context, pairs, &start, 0, 0};
+        if (pthread_create(&ids[i], NULL, run_thread, &runs[i]) != 0)
+            exit(1);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(ids[i], NULL);
+    long long first = runs[0].started_ns, last = runs[0].finished_ns;
+    for (int i = 1; i < threads; i++) {
+        if (runs[i].started_ns < first)
+            first = runs[i].started_ns;
+        if (runs[i].finished_ns > last)
+            last = runs[i].finished_ns;
+    }
+    printf("%s, %d thread%s: wall %.1f ns per pair of all threads\n",
+           pair_names[PAIR_CREATED_STREAM], threads, threads == 1 ? "" : "s",
+           (double)(last - first) / ((double)pairs * threads));
+    pthread_barrier_destroy(&start);
+}
+
 int main(int argc, char **argv)
 {
     int pairs = argc > 1 ? atoi(argv[1]) : 100000;
     int only = argc > 2 ? atoi(argv[2]) : 0;
-    if (argc > 3 || pairs < 1 || only < 0 || only > PAIR_SYNCHRONOUS) {
-        fprintf(stderr, "usage: %s [pairs [case (1-4)]]\n", argv[0]);
+    int threads = argc > 3 ? atoi(argv[3]) : 0;
+    if (argc > 4 || pairs < 1 || only < 0 || only > PAIR_SYNCHRONOUS ||
+        (argc > 3 && (only != PAIR_CREATED_STREAM || threads < 1 || threads > MAX_THREADS))) {
+        fprintf(stderr, "usage: %s [pairs [case (1-4) [threads (1-%d, case 1 only)]]]\n",
+                argv[0], MAX_THREADS);
         return 2;
     }
     call_count_function call_count = (call_count_function)dlsym(RTLD_DEFAULT, "gpusim_call_count");
@@ -126,6 +194,10 @@ int main(int argc, char **argv)
     CHECK_DRIVER(cuDeviceGet(&device, 0));
     CHECK_DRIVER(cuDevicePrimaryCtxRetain(&context, device));
     CHECK_DRIVER(cuCtxSetCurrent(context));
+    if (threads > 0) {
+        measure_threads(context, pairs, threads);
+        return 0;
+    }
     for (int kind = PAIR_CREATED_STREAM; kind <= PAIR_SYNCHRONOUS; kind++)
         if (only == 0 || only == kind)
             measure((enum pair_kind)kind, pairs, call_count);
