@@ -336,8 +336,11 @@ Test(randomized, the_lanes_with_checks_every_97_operations, .timeout = 110)
     gpucache_allocator_lane_counts(walk->f.allocator, &hits, &frees);
     cr_log_info("lanes: %llu hits, %llu frees", (unsigned long long)hits,
                 (unsigned long long)frees);
-    cr_assert_gt(hits, 1000, "the walk must reach the lanes' hits");
-    cr_assert_gt(frees, 1000, "the walk must reach the lanes' frees");
+    /* About one operation in 200 is a lane's hit and one in 1,000 a lane's
+     * free here (a miss merges the fronts back and ends what they handed
+     * out); a tenth of that proves the walk reaches them. */
+    cr_assert_gt(hits, operation_count() / 2000, "the walk must reach the lanes' hits");
+    cr_assert_gt(frees, operation_count() / 10000, "the walk must reach the lanes' frees");
     finish_walk(walk);
 }
 
