@@ -1,5 +1,5 @@
-/* What only the tests ask of an allocator: its invariants, and a live
- * block's requested size. Not part of the interface the interposer and the
+/* What only the tests ask of an allocator: its invariants, a live block's
+ * requested size and what its lanes served. Not part of the interface the interposer and the
  * replay use (gpucache_allocator.h). */
 #ifndef GPUCACHE_ALLOCATOR_TESTING_H
 #define GPUCACHE_ALLOCATOR_TESTING_H
