@@ -1,6 +1,6 @@
 /* What only the tests ask of an allocator: its invariants, a live block's
- * requested size and what its lanes served. Not part of the interface the interposer and the
- * replay use (gpucache_allocator.h). */
+ * requested size and what its lanes served. Not part of the interface the
+ * interposer and the replay use (gpucache_allocator.h). */
 #ifndef GPUCACHE_ALLOCATOR_TESTING_H
 #define GPUCACHE_ALLOCATOR_TESTING_H
 
