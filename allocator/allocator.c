@@ -588,7 +588,8 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     struct block *block = block_map_find(&allocator->allocated, address);
     /* A front's block is allocated when the front handed it out (it leaves
      * the front now); waiting in a slot, it was freed already. */
-    if (block != NULL && block->state == BLOCK_FRONT && !front_cache_handed_out(allocator, block, true))
+    if (block != NULL && block->state == BLOCK_FRONT &&
+        !front_cache_handed_out(allocator, block, true))
         block = NULL;
     gpucache_result result = GPUCACHE_SUCCESS;
     if (block != NULL && block->state == BLOCK_ALLOCATED && kind == GPUCACHE_FREE_STREAM_ORDERED &&
@@ -644,7 +645,8 @@ bool gpucache_allocator_block_size(struct gpucache_allocator *allocator, uint64_
 {
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
-    if (block != NULL && block->state == BLOCK_FRONT && !front_cache_handed_out(allocator, block, false))
+    if (block != NULL && block->state == BLOCK_FRONT &&
+        !front_cache_handed_out(allocator, block, false))
         block = NULL;
     if (block != NULL && requested_size != NULL)
         *requested_size = block->requested_size;

@@ -26,8 +26,8 @@ static struct block *merge_unmapped(struct gpucache_allocator *allocator,
 }
 
 void expandable_punch_hole(struct gpucache_allocator *allocator, struct block *block,
-                                   uint64_t hole_start, uint64_t hole_end, struct block *middle,
-                                   struct block *tail)
+                           uint64_t hole_start, uint64_t hole_end, struct block *middle,
+                           struct block *tail)
 {
     struct segment *segment = block->segment;
     struct expandable_state *state = state_of(segment);
