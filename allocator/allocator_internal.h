@@ -287,6 +287,13 @@ struct gpucache_allocator {
      * free wait in fronts then. Anywhere else (the miss chain above all)
      * they must go to the free trees, where the caller looks next. */
     bool completions_to_front;
+    /* Set when a hit under this lock left a current value above its peak
+     * while fronts defer decreases of it: a lane's hit of a deferred block
+     * then raises what the statistics would read without checking the
+     * peak, so hits take the ordinary path until a flush settles the
+     * fronts. Written under this lock, read by the lanes under their
+     * front's (atomically). */
+    bool peaks_unsettled;
     bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */

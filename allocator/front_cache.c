@@ -231,6 +231,9 @@ void front_cache_flush_slow(struct gpucache_allocator *allocator)
 {
     while (allocator->fronts_claimed != 0)
         release_front(allocator, &allocator->fronts[__builtin_ctz(allocator->fronts_claimed)]);
+    /* No front defers anything now: every current value is exact, and at
+     * or below its peak. */
+    __atomic_store_n(&allocator->peaks_unsettled, false, __ATOMIC_RELAXED);
 }
 
 void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64_t *hits,
@@ -407,10 +410,26 @@ static void front_waiting(const struct gpucache_allocator *allocator, size_t cou
  * it without those decreases either: the fronts are read only when one is
  * above (in steady state, never). */
 static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocator *allocator,
+                                                         const struct front_cache *held,
                                                          struct gpucache_stat *array,
                                                          enum pool_kind pool, size_t counters)
 {
     struct gpucache_stat *stats[2] = {&array[GPUCACHE_STAT_ALL], &array[stat_type_of(pool)]};
+    /* A current value above its peak stays so while fronts defer
+     * decreases: from now on the lanes leave their hits to this path. A
+     * lane amid a hit finishes it before its front's lock is free, and the
+     * deferred counts read below then include it; every later lane sees
+     * the flag under that lock. */
+    if (!allocator->peaks_unsettled) {
+        __atomic_store_n(&allocator->peaks_unsettled, true, __ATOMIC_RELAXED);
+        for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1) {
+            struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
+            if (front == held)
+                continue;
+            front_lock(front);
+            front_unlock(front);
+        }
+    }
     int64_t waiting[2];
     front_waiting(allocator, counters, pool, waiting);
     for (int i = 0; i < 2; i++)
@@ -418,18 +437,20 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
             stats[i]->peak = stats[i]->current - waiting[i];
 }
 
-static inline void raise_peaks(struct gpucache_allocator *allocator, struct gpucache_stat *array,
+static inline void raise_peaks(struct gpucache_allocator *allocator,
+                               const struct front_cache *held, struct gpucache_stat *array,
                                enum pool_kind pool, size_t counters)
 {
     const struct gpucache_stat *all = &array[GPUCACHE_STAT_ALL];
     const struct gpucache_stat *own = &array[stat_type_of(pool)];
     if (all->current > all->peak || own->current > own->peak)
-        raise_peaks_slowly(allocator, array, pool, counters);
+        raise_peaks_slowly(allocator, held, array, pool, counters);
 }
 
 /* A hit whose request differs from the block's last one changes
  * requested_bytes as the eager free and allocation would have. */
-static void front_change_requested(struct gpucache_allocator *allocator, enum pool_kind pool,
+static void front_change_requested(struct gpucache_allocator *allocator,
+                                   const struct front_cache *held, enum pool_kind pool,
                                    uint64_t old, uint64_t requested)
 {
     struct gpucache_stat *array = allocator->stats.requested_bytes;
@@ -440,12 +461,13 @@ static void front_change_requested(struct gpucache_allocator *allocator, enum po
         stat->allocated += (int64_t)requested;
         stat->freed += (int64_t)old;
     }
-    raise_peaks(allocator, array, pool, offsetof(struct front_cache, requested));
+    raise_peaks(allocator, held, array, pool, offsetof(struct front_cache, requested));
 }
 
 /* A hit of a block whose allocation statistics fell at its free: they rise
  * again. */
-static void front_count_allocated(struct gpucache_allocator *allocator, enum pool_kind pool,
+static void front_count_allocated(struct gpucache_allocator *allocator,
+                                  const struct front_cache *held, enum pool_kind pool,
                                   int64_t bytes)
 {
     struct gpucache_stats *stats = &allocator->stats;
@@ -456,8 +478,9 @@ static void front_count_allocated(struct gpucache_allocator *allocator, enum poo
         stats->allocated_bytes[indices[i]].current += bytes;
         stats->allocated_bytes[indices[i]].allocated += bytes;
     }
-    raise_peaks(allocator, stats->allocation, pool, offsetof(struct front_cache, allocated_blocks));
-    raise_peaks(allocator, stats->allocated_bytes, pool,
+    raise_peaks(allocator, held, stats->allocation, pool,
+                offsetof(struct front_cache, allocated_blocks));
+    raise_peaks(allocator, held, stats->allocated_bytes, pool,
                 offsetof(struct front_cache, allocated_bytes));
 }
 
@@ -510,10 +533,22 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
         /* A block freed synchronously is most likely freed so again, which
          * the lane cannot serve: it is not handed out then. */
         bool hand_out = !block->front_after_fence;
-        if (block->front_after_fence)
-            front_count_allocated(allocator, pool, (int64_t)block->size);
+        /* The hit ends deferred decreases; while the statistics are
+         * unsettled, what they would read without the rest may pass a peak. */
+        bool unsettled = allocator->peaks_unsettled;
+        if (block->front_after_fence) {
+            front_count_allocated(allocator, front, pool, (int64_t)block->size);
+        } else if (unsettled) {
+            raise_peaks(allocator, front, allocator->stats.allocation, pool,
+                        offsetof(struct front_cache, allocated_blocks));
+            raise_peaks(allocator, front, allocator->stats.allocated_bytes, pool,
+                        offsetof(struct front_cache, allocated_bytes));
+        }
         if (block->requested_size != requested)
-            front_change_requested(allocator, pool, block->requested_size, requested);
+            front_change_requested(allocator, front, pool, block->requested_size, requested);
+        else if (unsettled)
+            raise_peaks(allocator, front, allocator->stats.requested_bytes, pool,
+                        offsetof(struct front_cache, requested));
         block->front_after_fence = false;
         block->requested_size = requested;
         block->free_tick = 0;
@@ -555,7 +590,9 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
     enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
     uint64_t address = 0;
     front_lock(front);
-    if (!front->used || front->stream != stream)
+    /* Read under the front's lock: see raise_peaks_slowly. */
+    if (!front->used || front->stream != stream ||
+        __atomic_load_n(&allocator->peaks_unsettled, __ATOMIC_RELAXED))
         goto done;
     /* Querying fences costs driver calls and needs the allocator's lock; a
      * hit does not need the blocks they free, so only every 8th hit asks. */

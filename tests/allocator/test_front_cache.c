@@ -146,7 +146,7 @@ Test(front_cache, garbage_collection_collects_segments_whose_blocks_wait_in_a_fr
  * on `eager`, the check after every call merges them back at once, which
  * is the allocator without a front. Buffers are named by index, since the
  * two devices hand out different addresses. */
-#define TWIN_BUFFERS 80
+#define TWIN_BUFFERS 160
 
 struct twin {
     struct fixture front;
@@ -373,4 +373,64 @@ Test(front_cache, a_lane_free_before_a_synchronize_is_cleared_by_it)
                  "stream A's work is done: another stream may take the block");
     fixture_check(&f);
     fixture_close(&f);
+}
+
+/* A hit of a block a fence freed raises the statistics under the
+ * allocator's lock while another stream's front holds a block whose free
+ * it deferred; the lane's later hit of that block must not pass the peak
+ * without raising it. */
+/* A hit of a block a fence freed raises the statistics under the
+ * allocator's lock while another stream's front holds a block whose free
+ * it deferred; the lane's later hit of that block must not pass the peak
+ * without raising it. */
+Test(front_cache, a_lane_hit_after_a_fenced_hit_elsewhere_raises_the_peak_it_passes)
+{
+    static struct twin t;
+    fixture_start(&t.front, NULL, 1 * GiB);
+    fixture_start(&t.eager, NULL, 1 * GiB);
+    accounting_driver_hold_fences(t.front.driver, true);
+    accounting_driver_hold_fences(t.eager.driver, true);
+    twin_alloc(&t, 0, 4 * KiB, STREAM_A);
+    for (int i = 1; i <= 64; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_B);
+    for (int i = 1; i <= 64; i++)
+        twin_free_sync(&t, i); /* the 64th closes the epoch; its fence waits */
+    /* Tree hits bring the live count back to its peak. */
+    for (int i = 65; i <= 128; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_B);
+    /* Block 0 through A's front, handed out, then freed by the lane, which
+     * defers its statistics. */
+    twin_free(&t, 0, STREAM_A);
+    twin_alloc(&t, 0, 4 * KiB, STREAM_A);
+    twin_free(&t, 0, STREAM_A);
+    accounting_driver_complete_all(t.front.driver);
+    accounting_driver_complete_all(t.eager.driver);
+    twin_alloc(&t, 1, 4 * KiB, STREAM_B); /* completes the epoch into B's front */
+    twin_alloc(&t, 0, 4 * KiB, STREAM_A); /* the lane */
+    assert_same_stats(&t, "after the lane's hit");
+    fixture_close(&t.front);
+    fixture_close(&t.eager);
+}
+
+/* The same for requested_bytes: a larger request of a block in B's front
+ * leaves the statistics unsettled while A's front defers a decrease; A's
+ * next hit, on the ordinary path then, raises the peak it passes. */
+Test(front_cache, a_hit_after_a_larger_request_elsewhere_raises_the_requested_peak_it_passes)
+{
+    static struct twin t;
+    fixture_start(&t.front, NULL, 1 * GiB);
+    fixture_start(&t.eager, NULL, 1 * GiB);
+    twin_alloc(&t, 0, 4096, STREAM_A);
+    twin_alloc(&t, 1, 3000, STREAM_B);
+    twin_free(&t, 0, STREAM_A);
+    twin_free(&t, 1, STREAM_B);
+    twin_alloc(&t, 0, 4096, STREAM_A); /* the lanes hand both out */
+    twin_alloc(&t, 1, 3000, STREAM_B);
+    twin_free(&t, 0, STREAM_A);
+    twin_free(&t, 1, STREAM_B);
+    twin_alloc(&t, 1, 3072, STREAM_B); /* another request: the ordinary path */
+    twin_alloc(&t, 0, 4096, STREAM_A);
+    assert_same_stats(&t, "after A's hit");
+    fixture_close(&t.front);
+    fixture_close(&t.eager);
 }
