@@ -39,6 +39,9 @@ struct walk {
     /* Most allocations ask for the size last freed on their stream, as a
      * training step's repeated shapes do: the fronts (and lanes) serve them. */
     bool repeat_sizes;
+    /* Percent of operations that free (48 by default: the live count
+     * wanders; fewer: it climbs, so peaks keep rising). */
+    unsigned free_percent;
     size_t last_freed[STREAM_COUNT];
     struct freed_range *freed;
     size_t freed_count;
@@ -46,6 +49,7 @@ struct walk {
     uint64_t random_state;
     struct live_block live[LIVE_MAX];
     size_t live_count;
+    size_t live_peak; /* the most blocks live at once: the allocation peak */
     gpucache_stream streams[STREAM_COUNT];
     unsigned long operations;
     unsigned long ooms;
@@ -197,6 +201,22 @@ static void do_alloc(struct walk *walk)
                   (unsigned long long)address, size);
     check_reuse_safety(walk, address, size, stream);
     walk->live[walk->live_count++] = (struct live_block){address, size, stream};
+    if (walk->live_count > walk->live_peak)
+        walk->live_peak = walk->live_count;
+}
+
+/* The allocation count and its peak are the program's alone, wherever the
+ * allocator keeps its blocks: what the walk counted itself. */
+static void check_allocation_count(struct walk *walk)
+{
+    struct gpucache_stats stats = stats_of(&walk->f);
+    const struct gpucache_stat *count = &stats.allocation[GPUCACHE_STAT_ALL];
+    cr_assert_eq(count->current, (int64_t)walk->live_count,
+                 "operation %lu: %lld blocks allocated, %zu live", walk->operations,
+                 (long long)count->current, walk->live_count);
+    cr_assert_eq(count->peak, (int64_t)walk->live_peak,
+                 "operation %lu: allocation peak %lld, %zu blocks were live at most",
+                 walk->operations, (long long)count->peak, walk->live_peak);
 }
 
 static void do_free(struct walk *walk)
@@ -266,13 +286,16 @@ static void run_walk(struct walk *walk, unsigned long operations)
         uint64_t choice = next_random(walk) % 100;
         if (choice < 2)
             do_event(walk);
-        else if (walk->live_count > 0 && (choice < 50 || walk->live_count == LIVE_MAX))
+        else if (walk->live_count > 0 &&
+                 (choice < 2 + walk->free_percent || walk->live_count == LIVE_MAX))
             do_free(walk);
         else
             do_alloc(walk);
-        if (walk->operations % walk->check_interval == 0 &&
-            !gpucache_allocator_check(walk->f.allocator, why, sizeof why))
+        if (walk->operations % walk->check_interval != 0)
+            continue;
+        if (!gpucache_allocator_check(walk->f.allocator, why, sizeof why))
             cr_assert_fail("operation %lu: %s", walk->operations, why);
+        check_allocation_count(walk);
     }
     for (size_t i = 0; i < walk->live_count; i++)
         cr_assert_eq(gpucache_allocator_free(walk->f.allocator, walk->live[i].address,
@@ -302,6 +325,7 @@ static struct walk *start_walk(uint64_t seed)
     walk->random_state = seed;
     walk->check_reuse_safety = true;
     walk->check_interval = 1;
+    walk->free_percent = 48;
     for (int i = 0; i < STREAM_COUNT; i++)
         walk->streams[i] = (gpucache_stream)(i * 0x1000);
     fixture_defaults(&walk->f);
@@ -342,6 +366,29 @@ Test(randomized, the_lanes_with_checks_every_97_operations, .timeout = 110)
     cr_assert_gt(hits, operation_count() / 2000, "the walk must reach the lanes' hits");
     cr_assert_gt(frees, operation_count() / 10000, "the walk must reach the lanes' frees");
     finish_walk(walk);
+}
+
+/* Peaks: short walks whose live count climbs, each on a new allocator,
+ * so that new peaks come often while blocks wait in the fronts and the
+ * lanes serve hits. */
+Test(randomized, the_lanes_while_the_live_count_climbs, .timeout = 110)
+{
+    unsigned long walks = operation_count() / 4000;
+    uint64_t hits_total = 0;
+    for (unsigned long i = 0; i < walks; i++) {
+        struct walk *walk = start_walk(UINT64_C(0x5EED0000) + i);
+        walk->check_interval = 13;
+        walk->repeat_sizes = true;
+        walk->free_percent = 44;
+        fixture_open(&walk->f, 6 * GiB);
+        accounting_driver_hold_fences(walk->f.driver, true);
+        run_walk(walk, 4000);
+        uint64_t hits = 0, frees = 0;
+        gpucache_allocator_lane_counts(walk->f.allocator, &hits, &frees);
+        hits_total += hits;
+        finish_walk(walk);
+    }
+    cr_assert_gt(hits_total, walks * 4, "the walks must reach the lanes' hits");
 }
 
 Test(randomized, a_tight_device_with_every_limit_set, .timeout = 110)
