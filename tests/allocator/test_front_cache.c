@@ -155,6 +155,18 @@ struct twin {
     uint64_t eager_address[TWIN_BUFFERS];
 };
 
+static void twin_start(struct twin *t)
+{
+    fixture_start(&t->front, NULL, 1 * GiB);
+    fixture_start(&t->eager, NULL, 1 * GiB);
+}
+
+static void twin_close(struct twin *t)
+{
+    fixture_close(&t->front);
+    fixture_close(&t->eager);
+}
+
 static void twin_alloc(struct twin *t, int index, size_t size, gpucache_stream stream)
 {
     t->front_address[index] = raw_alloc(&t->front, size, stream);
@@ -244,8 +256,7 @@ static void assert_same_snapshot(struct twin *t)
 Test(front_cache, statistics_and_snapshots_read_as_if_every_free_merged_at_once)
 {
     static struct twin t;
-    fixture_start(&t.front, NULL, 1 * GiB);
-    fixture_start(&t.eager, NULL, 1 * GiB);
+    twin_start(&t);
     twin_alloc(&t, 0, 4 * KiB, STREAM_A);
     twin_alloc(&t, 1, 3000, STREAM_A);
     twin_alloc(&t, 2, 12 * MiB, STREAM_A);
@@ -272,15 +283,13 @@ Test(front_cache, statistics_and_snapshots_read_as_if_every_free_merged_at_once)
     twin_free(&t, 3, STREAM_B);
     assert_same_snapshot(&t);
     assert_same_stats(&t, "after a snapshot");
-    fixture_close(&t.front);
-    fixture_close(&t.eager);
+    twin_close(&t);
 }
 
 Test(front_cache, blocks_whose_synchronous_frees_completed_wait_in_the_front_as_free_blocks)
 {
     static struct twin t;
-    fixture_start(&t.front, NULL, 1 * GiB);
-    fixture_start(&t.eager, NULL, 1 * GiB);
+    twin_start(&t);
     for (int i = 0; i < 72; i++)
         twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
     /* 64 frees close an epoch; the fence completes at once here. */
@@ -294,8 +303,7 @@ Test(front_cache, blocks_whose_synchronous_frees_completed_wait_in_the_front_as_
     twin_alloc(&t, 8, 4 * KiB, STREAM_A);
     assert_same_stats(&t, "after hits of blocks whose fence completed");
     assert_same_snapshot(&t);
-    fixture_close(&t.front);
-    fixture_close(&t.eager);
+    twin_close(&t);
 }
 
 /* The lanes: a block's second cycle on its stream (a hit, then its free)
@@ -386,8 +394,7 @@ Test(front_cache, a_lane_free_before_a_synchronize_is_cleared_by_it)
 Test(front_cache, a_lane_hit_after_a_fenced_hit_elsewhere_raises_the_peak_it_passes)
 {
     static struct twin t;
-    fixture_start(&t.front, NULL, 1 * GiB);
-    fixture_start(&t.eager, NULL, 1 * GiB);
+    twin_start(&t);
     accounting_driver_hold_fences(t.front.driver, true);
     accounting_driver_hold_fences(t.eager.driver, true);
     twin_alloc(&t, 0, 4 * KiB, STREAM_A);
@@ -408,8 +415,7 @@ Test(front_cache, a_lane_hit_after_a_fenced_hit_elsewhere_raises_the_peak_it_pas
     twin_alloc(&t, 1, 4 * KiB, STREAM_B); /* completes the epoch into B's front */
     twin_alloc(&t, 0, 4 * KiB, STREAM_A); /* the lane */
     assert_same_stats(&t, "after the lane's hit");
-    fixture_close(&t.front);
-    fixture_close(&t.eager);
+    twin_close(&t);
 }
 
 /* The same for requested_bytes: a larger request of a block in B's front
@@ -418,8 +424,7 @@ Test(front_cache, a_lane_hit_after_a_fenced_hit_elsewhere_raises_the_peak_it_pas
 Test(front_cache, a_hit_after_a_larger_request_elsewhere_raises_the_requested_peak_it_passes)
 {
     static struct twin t;
-    fixture_start(&t.front, NULL, 1 * GiB);
-    fixture_start(&t.eager, NULL, 1 * GiB);
+    twin_start(&t);
     twin_alloc(&t, 0, 4096, STREAM_A);
     twin_alloc(&t, 1, 3000, STREAM_B);
     twin_free(&t, 0, STREAM_A);
@@ -431,6 +436,5 @@ Test(front_cache, a_hit_after_a_larger_request_elsewhere_raises_the_requested_pe
     twin_alloc(&t, 1, 3072, STREAM_B); /* another request: the ordinary path */
     twin_alloc(&t, 0, 4096, STREAM_A);
     assert_same_stats(&t, "after A's hit");
-    fixture_close(&t.front);
-    fixture_close(&t.eager);
+    twin_close(&t);
 }
