@@ -33,6 +33,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
     allocator->all_streams.all_streams = true;
     front_cache_init(allocator);
     allocator->rounds_plainly = size_policy_rounds_plainly(config);
+    allocator->lanes_free_synchronously = config->reuse == GPUCACHE_REUSE_ASYNC;
     allocator->stats.max_split_size =
         config->max_split_size == UINT64_MAX ? -1 : (int64_t)config->max_split_size;
 
@@ -493,19 +494,12 @@ malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t roun
     return result;
 }
 
-gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
-                                          gpucache_stream stream, uint64_t *address)
+/* Everything but a lane's hit, under the lock. Out of line: the hit then
+ * saves no registers. */
+__attribute__((noinline)) static gpucache_result
+malloc_locked(struct gpucache_allocator *allocator, size_t size, gpucache_stream stream,
+              uint64_t *address, bool query_due)
 {
-    if (size == 0 || address == NULL)
-        return GPUCACHE_ERROR_INVALID_VALUE;
-    bool query_due = false;
-    if (size <= ALLOCATION_HARD_LIMIT) {
-        uint64_t hit = front_lane_take(allocator, stream, size, &query_due);
-        if (hit != 0) {
-            *address = hit;
-            return GPUCACHE_SUCCESS;
-        }
-    }
     pthread_mutex_lock(&allocator->mutex);
     gpucache_result result;
     if (size > ALLOCATION_HARD_LIMIT) {
@@ -536,6 +530,22 @@ gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, 
     }
     pthread_mutex_unlock(&allocator->mutex);
     return result;
+}
+
+gpucache_result gpucache_allocator_malloc(struct gpucache_allocator *allocator, size_t size,
+                                          gpucache_stream stream, uint64_t *address)
+{
+    if (size == 0 || address == NULL)
+        return GPUCACHE_ERROR_INVALID_VALUE;
+    uint64_t hit = LANE_MISS;
+    if (size <= ALLOCATION_HARD_LIMIT) {
+        hit = front_lane_take(allocator, stream, size);
+        if (hit > LANE_QUERY_DUE) {
+            *address = hit;
+            return GPUCACHE_SUCCESS;
+        }
+    }
+    return malloc_locked(allocator, size, stream, address, hit == LANE_QUERY_DUE);
 }
 
 /* The free of `block` (the map's entry for `address`, or NULL) that the
@@ -579,11 +589,12 @@ free_locked(struct gpucache_allocator *allocator, uint64_t address, struct block
     return GPUCACHE_SUCCESS;
 }
 
-gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
-                                        enum gpucache_free_kind kind, gpucache_stream stream)
+/* Everything but a lane's free, under the lock. Out of line: the lane's
+ * free then saves no registers. */
+__attribute__((noinline)) static gpucache_result
+free_past_lanes(struct gpucache_allocator *allocator, uint64_t address,
+                enum gpucache_free_kind kind, gpucache_stream stream)
 {
-    if (kind == GPUCACHE_FREE_STREAM_ORDERED && front_lane_put(allocator, address, stream))
-        return GPUCACHE_SUCCESS;
     pthread_mutex_lock(&allocator->mutex);
     struct block *block = block_map_find(&allocator->allocated, address);
     /* A front's block is allocated when the front handed it out (it leaves
@@ -605,6 +616,15 @@ gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, ui
     }
     pthread_mutex_unlock(&allocator->mutex);
     return result;
+}
+
+gpucache_result gpucache_allocator_free(struct gpucache_allocator *allocator, uint64_t address,
+                                        enum gpucache_free_kind kind, gpucache_stream stream)
+{
+    if (kind == GPUCACHE_FREE_STREAM_ORDERED ? front_lane_put(allocator, address, stream)
+                                             : front_lane_free_synchronously(allocator, address))
+        return GPUCACHE_SUCCESS;
+    return free_past_lanes(allocator, address, kind, stream);
 }
 
 gpucache_result gpucache_allocator_pin_segment(struct gpucache_allocator *allocator,

@@ -116,6 +116,11 @@ struct epoch {
     size_t block_count;
     size_t bytes[POOL_COUNT];
     struct epoch *next;     /* next younger epoch of the same stream state */
+    /* Non-NULL: a batch of synchronous frees a lane served. Its blocks stay
+     * BLOCK_FRONT of this front, in the address map, their allocation
+     * statistics deferred; its completion puts them in the front's slots.
+     * A flush of the front makes it an ordinary epoch. */
+    struct front_cache *front;
 };
 
 /* Reuse-safety bookkeeping for one stream, or (all_streams) for synchronous
@@ -216,12 +221,28 @@ struct front_cache {
      * raises peaks, which only the allocator's lock may, so the lane leaves
      * the front to the ordinary path while there are any (read atomically). */
     uint32_t after_fence_blocks;
+    /* Each deferred count is followed by its floor: the least the lane's
+     * hits may bring it to (FRONT_FLOOR). 0 while the statistics' current
+     * values are at or below their peaks, where no hit can pass one; set
+     * under both locks when a hit under the allocator's leaves a value
+     * above its peak (raise_peaks_slowly). */
     int64_t requested[POOL_COUNT];          /* their requested bytes */
-    /* Blocks in its slots whose allocation statistics wait (freed on their
-     * own stream), and their bytes. */
+    int64_t requested_floor[POOL_COUNT];
+    /* Blocks whose allocation statistics wait (freed on their own stream,
+     * or synchronously by the lane), and their bytes. */
     int64_t allocated_blocks[POOL_COUNT];
+    int64_t allocated_blocks_floor[POOL_COUNT];
     int64_t allocated_bytes[POOL_COUNT];
+    int64_t allocated_bytes_floor[POOL_COUNT];
+    bool floored; /* some floor was set since the front was claimed */
     struct front_pair_totals pairs[POOL_COUNT];
+    /* Synchronous frees its lane served since its last batch was fenced
+     * (linked by list_next): BLOCK_FRONT, their allocation statistics
+     * deferred like a slot's blocks', not yet counted pending. */
+    struct block *unfenced_first;
+    struct block *unfenced_last;
+    uint32_t unfenced_count;
+    uint64_t unfenced_bytes[POOL_COUNT];
     /* The blocks it handed out, still allocated: address -> block. */
     struct handed_out_entry handed_out[FRONT_HANDED_OUT_SETS][2];
     uint32_t handed_out_count;
@@ -287,14 +308,10 @@ struct gpucache_allocator {
      * free wait in fronts then. Anywhere else (the miss chain above all)
      * they must go to the free trees, where the caller looks next. */
     bool completions_to_front;
-    /* Set when a hit under this lock left a current value above its peak
-     * while fronts defer decreases of it: a lane's hit of a deferred block
-     * then raises what the statistics would read without checking the
-     * peak, so hits take the ordinary path until a flush settles the
-     * fronts. Written under this lock, read by the lanes under their
-     * front's (atomically). */
-    bool peaks_unsettled;
     bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
+    /* The lanes serve synchronous frees: reuse fenced in epochs (neither
+     * conservative nor relaxed) and no garbage collection. */
+    bool lanes_free_synchronously;
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
     gpucache_event_observer *observer;
@@ -504,6 +521,15 @@ void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state
  * to clear the stream's free blocks for other streams). */
 void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state);
 void epochs_close_all_open(struct gpucache_allocator *allocator);
+/* Appends the blocks of `list` (freed synchronously, linked by list_next)
+ * to the open epoch of every stream, without closing it. */
+void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct block *list);
+/* Records a fence on every stream for the synchronous frees a lane of
+ * `front` served (`first` to `last`), a closed epoch of their own; false
+ * (nothing done) when no fence can be recorded (capture, driver error). */
+bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
+                             struct block *first, struct block *last, size_t count,
+                             const uint64_t bytes[POOL_COUNT]);
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
 /* Waits for the oldest closed epoch of synchronous frees holding bytes of
@@ -584,12 +610,14 @@ bool front_cache_handed_out(struct gpucache_allocator *allocator, struct block *
 
 /* The lanes: a hit and a same-stream free served by the front of the
  * stream under its own lock, without the allocator's. The hit returns the
- * block's address, or 0 when the ordinary path must serve the request
- * (and then sets *query_due when fences are due to be queried). The free
+ * block's address, or LANE_MISS when the ordinary path must serve the
+ * request, LANE_QUERY_DUE when it should query fences first. The free
  * returns false when the ordinary path must take it. The checks that need
  * no lock are inline; the rest of each lane is out of line. */
+#define LANE_MISS 0
+#define LANE_QUERY_DUE 1 /* never an address: blocks start at multiples of 512 */
 uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_cache *front,
-                            gpucache_stream stream, size_t size, bool *query_due);
+                            gpucache_stream stream, size_t size);
 bool front_lane_put_in(struct gpucache_allocator *allocator, struct front_cache *front,
                        uint64_t address, gpucache_stream stream);
 /* The front `stream` claimed, looked up without a lock (the claim is
@@ -608,7 +636,7 @@ static inline struct front_cache *front_lane_find(struct gpucache_allocator *all
 }
 
 static inline uint64_t front_lane_take(struct gpucache_allocator *allocator,
-                                       gpucache_stream stream, size_t size, bool *query_due)
+                                       gpucache_stream stream, size_t size)
 {
     /* A lookup of a pool under garbage collection ages its blocks, and a
      * hit of a block a fence freed raises peaks: the ordinary path counts
@@ -618,7 +646,7 @@ static inline uint64_t front_lane_take(struct gpucache_allocator *allocator,
     struct front_cache *front = front_lane_find(allocator, stream);
     if (front == NULL || __atomic_load_n(&front->after_fence_blocks, __ATOMIC_RELAXED) != 0)
         return 0;
-    return front_lane_take_in(allocator, front, stream, size, query_due);
+    return front_lane_take_in(allocator, front, stream, size);
 }
 
 static inline bool front_lane_put(struct gpucache_allocator *allocator, uint64_t address,
@@ -627,6 +655,36 @@ static inline bool front_lane_put(struct gpucache_allocator *allocator, uint64_t
     struct front_cache *front = front_lane_find(allocator, stream);
     return front != NULL && front_lane_put_in(allocator, front, address, stream);
 }
+
+bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
+                                      struct front_cache *front, uint64_t address);
+/* A synchronous free served by the front that handed the block out (this
+ * thread's latest front), under its lock alone; false when the ordinary
+ * path must take it. Every 64th fences the front's batch, under the
+ * allocator's lock. */
+static inline bool front_lane_free_synchronously(struct gpucache_allocator *allocator,
+                                                 uint64_t address)
+{
+    return allocator->lanes_free_synchronously &&
+           front_lane_free_synchronously_in(
+               allocator, &allocator->fronts[front_lane_hint % FRONT_STREAMS], address);
+}
+/* Fences the synchronous frees `front`'s lane served, as an epoch of every
+ * stream; under the allocator's lock. */
+void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front);
+/* front_cache_fence_batch for every front. */
+void front_cache_fence_batches(struct gpucache_allocator *allocator);
+/* The blocks of a completed epoch of `front`'s lane (see struct epoch):
+ * free for every stream now, they wait in its slots, or become free blocks
+ * where the slots cannot take them; under the allocator's lock. */
+void front_cache_batch_completed(struct gpucache_allocator *allocator, struct front_cache *front,
+                                 struct block *list);
+/* Lowers the pending statistics by `blocks` and `bytes`, their peaks first
+ * raised to what they would read with the frees that wait unfenced in
+ * fronts: those only raise them, so the highest value since the last
+ * decrease is the one now. Under the allocator's lock. */
+void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t blocks,
+                                  int64_t bytes);
 
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */

@@ -205,35 +205,79 @@ static void settle_pair_totals(struct gpucache_allocator *allocator, struct fron
     }
 }
 
-/* Empties a front and gives it up; its lock held. */
-static void release_front_locked(struct gpucache_allocator *allocator, struct front_cache *front)
+/* A synchronous free the lane deferred becomes an ordinary pending block:
+ * its allocation statistics fall, and it leaves the address map. */
+static void settle_synchronous_free(struct gpucache_allocator *allocator,
+                                    struct front_cache *front, struct block *block)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    enum pool_kind pool = block->pool;
+    counter_add(&front->allocated_blocks[pool], -1);
+    counter_add(&front->allocated_bytes[pool], -(int64_t)block->size);
+    stat_array_decrease(stats->allocation, pool, 1);
+    stat_array_decrease(stats->allocated_bytes, pool, (int64_t)block->size);
+    block_map_remove(&allocator->allocated, block->address);
+    block->state = BLOCK_PENDING;
+}
+
+/* The front's fenced batches become ordinary epochs, and its unfenced
+ * frees ordinary pending blocks, returned (linked by list_next) for the
+ * open epoch; its lock held. */
+static struct block *settle_synchronous_frees(struct gpucache_allocator *allocator,
+                                              struct front_cache *front)
+{
+    for (struct epoch *epoch = allocator->all_streams.oldest; epoch != NULL; epoch = epoch->next) {
+        if (epoch->front != front)
+            continue;
+        for (struct block *block = epoch->first; block != NULL; block = block->list_next)
+            settle_synchronous_free(allocator, front, block);
+        epoch->front = NULL;
+    }
+    struct block *unfenced = front->unfenced_first;
+    for (struct block *block = unfenced; block != NULL; block = block->list_next)
+        settle_synchronous_free(allocator, front, block);
+    front->unfenced_first = front->unfenced_last = NULL;
+    front->unfenced_count = 0;
+    front->unfenced_bytes[POOL_SMALL] = front->unfenced_bytes[POOL_LARGE] = 0;
+    return unfenced;
+}
+
+/* Empties a front and gives it up; its lock held. Returns its unfenced
+ * synchronous frees, for the open epoch. */
+static struct block *release_front_locked(struct gpucache_allocator *allocator,
+                                          struct front_cache *front)
 {
     for (int i = 0; i < FRONT_SIZES; i++)
         release_slot(allocator, front, &front->slots[i]);
+    struct block *unfenced = settle_synchronous_frees(allocator, front);
     return_handed_out(front);
     settle_pair_totals(allocator, front);
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        front->requested_floor[pool] = front->allocated_blocks_floor[pool] =
+            front->allocated_bytes_floor[pool] = 0;
+    front->floored = false;
     __atomic_store_n(&front->used, false, __ATOMIC_RELAXED);
     front->next_victim = 0;
     front->hits_since_query = 0;
     allocator->fronts_claimed &= (uint8_t)~(1u << front->index);
     if (allocator->last_front == front)
         allocator->last_front = NULL;
+    return unfenced;
 }
 
 static void release_front(struct gpucache_allocator *allocator, struct front_cache *front)
 {
     front_lock(front);
-    release_front_locked(allocator, front);
+    struct block *unfenced = release_front_locked(allocator, front);
     front_unlock(front);
+    /* Outside the front's lock: the epochs never take it. */
+    epochs_add_synchronous_frees(allocator, unfenced);
 }
 
 void front_cache_flush_slow(struct gpucache_allocator *allocator)
 {
     while (allocator->fronts_claimed != 0)
         release_front(allocator, &allocator->fronts[__builtin_ctz(allocator->fronts_claimed)]);
-    /* No front defers anything now: every current value is exact, and at
-     * or below its peak. */
-    __atomic_store_n(&allocator->peaks_unsettled, false, __ATOMIC_RELAXED);
 }
 
 void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64_t *hits,
@@ -409,36 +453,65 @@ static void front_waiting(const struct gpucache_allocator *allocator, size_t cou
  * front counters at `counters`). A value at or below its peak cannot pass
  * it without those decreases either: the fronts are read only when one is
  * above (in steady state, never). */
+/* The floor of the deferred count at `counters` (it follows the count). */
+#define FRONT_FLOOR(front, counters) \
+    ((int64_t *)(void *)((char *)(front) + (counters) + POOL_COUNT * sizeof(int64_t)))
+_Static_assert(offsetof(struct front_cache, requested_floor) ==
+                       offsetof(struct front_cache, requested) + POOL_COUNT * sizeof(int64_t) &&
+                   offsetof(struct front_cache, allocated_blocks_floor) ==
+                       offsetof(struct front_cache, allocated_blocks) + POOL_COUNT * sizeof(int64_t) &&
+                   offsetof(struct front_cache, allocated_bytes_floor) ==
+                       offsetof(struct front_cache, allocated_bytes) + POOL_COUNT * sizeof(int64_t),
+               "each deferred count is followed by its floor");
+
+/* A value is above its peak while fronts defer decreases of it, so a
+ * lane's hit, which ends a deferred decrease, could raise what the
+ * statistics would read past the peak. Raises the peaks of the `all` and
+ * `pool` slots of `array` to that reading (the deferred counts at
+ * `counters`), then sets the floors of those counts: every front's at its
+ * count now, but `held`'s, the front being served, below its count by the
+ * room left under the peaks. A hit that keeps its front's counts at or
+ * above their floors then keeps the reading at or below the peaks; one that
+ * would not takes this path again. Every front's lock is held across the
+ * reading and the setting, so no lane's hit falls between them. */
 static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocator *allocator,
-                                                         const struct front_cache *held,
+                                                         struct front_cache *held,
                                                          struct gpucache_stat *array,
                                                          enum pool_kind pool, size_t counters)
 {
     struct gpucache_stat *stats[2] = {&array[GPUCACHE_STAT_ALL], &array[stat_type_of(pool)]};
-    /* A current value above its peak stays so while fronts defer
-     * decreases: from now on the lanes leave their hits to this path. A
-     * lane amid a hit finishes it before its front's lock is free, and the
-     * deferred counts read below then include it; every later lane sees
-     * the flag under that lock. */
-    if (!allocator->peaks_unsettled) {
-        __atomic_store_n(&allocator->peaks_unsettled, true, __ATOMIC_RELAXED);
-        for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1) {
-            struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
-            if (front == held)
-                continue;
+    unsigned claimed = allocator->fronts_claimed;
+    for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
+        if (front != held)
             front_lock(front);
-            front_unlock(front);
-        }
     }
     int64_t waiting[2];
     front_waiting(allocator, counters, pool, waiting);
-    for (int i = 0; i < 2; i++)
-        if (stats[i]->current - waiting[i] > stats[i]->peak)
-            stats[i]->peak = stats[i]->current - waiting[i];
+    int64_t room = INT64_MAX;
+    for (int i = 0; i < 2; i++) {
+        int64_t reading = stats[i]->current - waiting[i];
+        if (reading > stats[i]->peak)
+            stats[i]->peak = reading;
+        if (stats[i]->peak - reading < room)
+            room = stats[i]->peak - reading;
+    }
+    for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
+        const int64_t *counts = (const int64_t *)(const void *)((const char *)front + counters);
+        int64_t *floors = FRONT_FLOOR(front, counters);
+        for (int p = 0; p < POOL_COUNT; p++)
+            floors[p] = counts[p];
+        front->floored = true;
+        if (front == held)
+            floors[pool] = counts[pool] > room ? counts[pool] - room : 0;
+        else
+            front_unlock(front);
+    }
 }
 
 static inline void raise_peaks(struct gpucache_allocator *allocator,
-                               const struct front_cache *held, struct gpucache_stat *array,
+                               struct front_cache *held, struct gpucache_stat *array,
                                enum pool_kind pool, size_t counters)
 {
     const struct gpucache_stat *all = &array[GPUCACHE_STAT_ALL];
@@ -450,7 +523,7 @@ static inline void raise_peaks(struct gpucache_allocator *allocator,
 /* A hit whose request differs from the block's last one changes
  * requested_bytes as the eager free and allocation would have. */
 static void front_change_requested(struct gpucache_allocator *allocator,
-                                   const struct front_cache *held, enum pool_kind pool,
+                                   struct front_cache *held, enum pool_kind pool,
                                    uint64_t old, uint64_t requested)
 {
     struct gpucache_stat *array = allocator->stats.requested_bytes;
@@ -467,7 +540,7 @@ static void front_change_requested(struct gpucache_allocator *allocator,
 /* A hit of a block whose allocation statistics fell at its free: they rise
  * again. */
 static void front_count_allocated(struct gpucache_allocator *allocator,
-                                  const struct front_cache *held, enum pool_kind pool,
+                                  struct front_cache *held, enum pool_kind pool,
                                   int64_t bytes)
 {
     struct gpucache_stats *stats = &allocator->stats;
@@ -514,6 +587,17 @@ pop_for_hit(struct front_cache *front, struct front_slot *slot, enum pool_kind p
     return block;
 }
 
+/* Whether a hit of `block` would take a deferred count of its front below
+ * its floor; the front's lock held. */
+static bool below_floors(const struct front_cache *front, const struct block *block,
+                         enum pool_kind pool)
+{
+    return front->allocated_blocks[pool] - 1 < front->allocated_blocks_floor[pool] ||
+           front->allocated_bytes[pool] - (int64_t)block->size <
+               front->allocated_bytes_floor[pool] ||
+           front->requested[pool] - (int64_t)block->requested_size < front->requested_floor[pool];
+}
+
 struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
                                uint64_t size, enum pool_kind pool, uint64_t requested)
 {
@@ -524,21 +608,26 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
         return NULL;
     front_lock(front);
     struct block *block = NULL;
+    /* A hit that keeps its front's deferred counts at or above their floors
+     * keeps what the statistics would read at or below the peaks, as a
+     * lane's does (raise_peaks_slowly); below them, it raises the peaks. */
+    bool below = false;
     for (int i = 0; i < FRONT_SIZES && block == NULL; i++) {
         struct front_slot *slot = &front->slots[i];
-        if (slot->key == (size | pool) && slot->top != NULL)
+        if (slot->key == (size | pool) && slot->top != NULL) {
+            below = front->floored && !slot->top->front_after_fence &&
+                    below_floors(front, slot->top, pool);
             block = pop_for_hit(front, slot, pool, requested);
+        }
     }
     if (block != NULL) {
-        /* A block freed synchronously is most likely freed so again, which
-         * the lane cannot serve: it is not handed out then. */
-        bool hand_out = !block->front_after_fence;
-        /* The hit ends deferred decreases; while the statistics are
-         * unsettled, what they would read without the rest may pass a peak. */
-        bool unsettled = allocator->peaks_unsettled;
-        if (block->front_after_fence) {
+        /* A block freed synchronously is most likely freed so again: it is
+         * handed out only when the lane serves such frees. */
+        bool hand_out = !block->front_after_fence || allocator->lanes_free_synchronously;
+        bool after_fence = block->front_after_fence;
+        if (after_fence) {
             front_count_allocated(allocator, front, pool, (int64_t)block->size);
-        } else if (unsettled) {
+        } else if (below) {
             raise_peaks(allocator, front, allocator->stats.allocation, pool,
                         offsetof(struct front_cache, allocated_blocks));
             raise_peaks(allocator, front, allocator->stats.allocated_bytes, pool,
@@ -546,7 +635,7 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
         }
         if (block->requested_size != requested)
             front_change_requested(allocator, front, pool, block->requested_size, requested);
-        else if (unsettled)
+        else if (below || after_fence)
             raise_peaks(allocator, front, allocator->stats.requested_bytes, pool,
                         offsetof(struct front_cache, requested));
         block->front_after_fence = false;
@@ -583,22 +672,20 @@ struct front_cache *front_lane_find_other(struct gpucache_allocator *allocator,
 }
 
 uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_cache *front,
-                            gpucache_stream stream, size_t size, bool *query_due)
+                            gpucache_stream stream, size_t size)
 {
     size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
                                                : size_policy_round(allocator->config, size);
     enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
-    uint64_t address = 0;
+    uint64_t address = LANE_MISS;
     front_lock(front);
-    /* Read under the front's lock: see raise_peaks_slowly. */
-    if (!front->used || front->stream != stream ||
-        __atomic_load_n(&allocator->peaks_unsettled, __ATOMIC_RELAXED))
+    if (!front->used || front->stream != stream)
         goto done;
     /* Querying fences costs driver calls and needs the allocator's lock; a
      * hit does not need the blocks they free, so only every 8th hit asks. */
     if (__atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0 &&
         (front->hits_since_query++ & 7) == 0) {
-        *query_due = true;
+        address = LANE_QUERY_DUE;
         goto done;
     }
     for (int i = 0; i < FRONT_SIZES; i++) {
@@ -611,7 +698,8 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
          * cannot hold could not come back here: the ordinary path takes
          * them. */
         struct handed_out_entry *entry = handed_out_room(front, block->address);
-        if (block->requested_size != size || block->front_after_fence || entry == NULL)
+        if (block->requested_size != size || block->front_after_fence || entry == NULL ||
+            (front->floored && below_floors(front, block, pool)))
             break;
         pop_for_hit(front, slot, pool, size);
         handed_out_fill(front, entry, block);
@@ -621,6 +709,10 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
         address = block->address;
         break;
     }
+    /* A completed fence may refill the slot: the ordinary path asks. */
+    if (address == LANE_MISS &&
+        __atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0)
+        address = LANE_QUERY_DUE;
 done:
     front_unlock(front);
     return address;
@@ -656,4 +748,141 @@ bool front_lane_put_in(struct gpucache_allocator *allocator, struct front_cache 
 done:
     front_unlock(front);
     return taken;
+}
+
+/* The fence of a lane's batch, out of line: the lane's free then saves no
+ * registers for it. */
+static __attribute__((noinline)) void fence_batch_locked(struct gpucache_allocator *allocator,
+                                                         struct front_cache *front)
+{
+    pthread_mutex_lock(&allocator->mutex);
+    front_cache_fence_batch(allocator, front);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
+                                      struct front_cache *front, uint64_t address)
+{
+    front_lock(front);
+    struct handed_out_entry *entry = front->used ? handed_out_find(front, address) : NULL;
+    if (entry == NULL) {
+        front_unlock(front);
+        return false;
+    }
+    struct block *block = entry->block;
+    handed_out_clear(front, entry);
+    /* No longer allocated, though the statistics wait, as for a block in a
+     * slot; it stays BLOCK_FRONT (a lane never writes a block's state) and
+     * becomes pending when its batch is fenced or the front flushed. */
+    enum pool_kind pool = block->pool;
+    counter_add(&front->allocated_blocks[pool], 1);
+    counter_add(&front->allocated_bytes[pool], (int64_t)block->size);
+    block->list_next = NULL;
+    if (front->unfenced_last != NULL)
+        front->unfenced_last->list_next = block;
+    else
+        front->unfenced_first = block;
+    front->unfenced_last = block;
+    front->unfenced_count++;
+    front->unfenced_bytes[pool] += block->size;
+    front->lane_frees++;
+    emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
+                     block->requested_size, block->size, block->stream);
+    bool fence_due = front->unfenced_count >= EPOCH_CLOSE_FREES ||
+                     front->unfenced_bytes[POOL_SMALL] + front->unfenced_bytes[POOL_LARGE] >=
+                         EPOCH_CLOSE_BYTES;
+    front_unlock(front);
+    if (fence_due)
+        fence_batch_locked(allocator, front);
+    return true;
+}
+
+void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    front_lock(front);
+    struct block *first = front->unfenced_first, *last = front->unfenced_last;
+    size_t count = front->unfenced_count;
+    uint64_t bytes[POOL_COUNT] = {front->unfenced_bytes[POOL_SMALL],
+                                  front->unfenced_bytes[POOL_LARGE]};
+    front->unfenced_first = front->unfenced_last = NULL;
+    front->unfenced_count = 0;
+    front->unfenced_bytes[POOL_SMALL] = front->unfenced_bytes[POOL_LARGE] = 0;
+    front_unlock(front);
+    if (first == NULL || epochs_fence_lane_batch(allocator, front, first, last, count, bytes))
+        return;
+    /* No fence now (a capture, a driver error): they wait in the open
+     * epoch, as the ordinary path's synchronous frees do. */
+    front_lock(front);
+    for (struct block *block = first; block != NULL; block = block->list_next)
+        settle_synchronous_free(allocator, front, block);
+    front_unlock(front);
+    epochs_add_synchronous_frees(allocator, first);
+}
+
+void front_cache_fence_batches(struct gpucache_allocator *allocator)
+{
+    for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1)
+        front_cache_fence_batch(allocator, &allocator->fronts[__builtin_ctz(claimed)]);
+}
+
+void front_cache_batch_completed(struct gpucache_allocator *allocator, struct front_cache *front,
+                                 struct block *list)
+{
+    struct block *to_free = NULL;
+    struct front_slot *slot = NULL; /* the previous block's: a batch mostly repeats one size */
+    front_lock(front);
+    while (list != NULL) {
+        struct block *block = list;
+        list = block->list_next;
+        /* To its slot, as a block freed on its stream (its allocation
+         * statistics were deferred all along). */
+        uint64_t key = block->size | block->pool;
+        if (slot == NULL || slot->key != key)
+            slot = slot_claim(allocator, front, key);
+        if (slot->count < FRONT_DEPTH) {
+            block->list_next = slot->top;
+            slot->top = block;
+            slot->count++;
+            front->blocks++;
+            counter_add(&front->requested[block->pool], (int64_t)block->requested_size);
+        } else {
+            settle_synchronous_free(allocator, front, block);
+            block->list_next = to_free;
+            to_free = block;
+        }
+    }
+    front_unlock(front);
+    while (to_free != NULL) {
+        struct block *block = to_free;
+        to_free = block->list_next;
+        block->list_next = NULL;
+        block_becomes_free(allocator, block);
+    }
+}
+
+void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t blocks,
+                                  int64_t bytes)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    unsigned claimed = allocator->lanes_free_synchronously ? allocator->fronts_claimed : 0;
+    /* Every front's lock held across the reading and the decrease: a lane's
+     * free is then wholly before the decrease (and counted here) or after. */
+    int64_t waiting_blocks = 0, waiting_bytes = 0;
+    for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
+        front_lock(front);
+        waiting_blocks += front->unfenced_count;
+        waiting_bytes += (int64_t)(front->unfenced_bytes[POOL_SMALL] +
+                                   front->unfenced_bytes[POOL_LARGE]);
+    }
+    struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
+    int64_t waiting[2] = {waiting_blocks, waiting_bytes};
+    int64_t amount[2] = {blocks, bytes};
+    for (int i = 0; i < 2; i++) {
+        if (pending[i]->current + waiting[i] > pending[i]->peak)
+            pending[i]->peak = pending[i]->current + waiting[i];
+        stat_decrease(pending[i], amount[i]);
+    }
+    for (unsigned rest = claimed; rest != 0; rest &= rest - 1)
+        front_unlock(&allocator->fronts[__builtin_ctz(rest)]);
 }

@@ -48,8 +48,8 @@ static size_t epoch_bytes(const struct epoch *epoch)
     return epoch->bytes[POOL_SMALL] + epoch->bytes[POOL_LARGE];
 }
 
-void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
-                       struct block *block)
+static void append_pending(struct gpucache_allocator *allocator, struct stream_state *state,
+                           struct block *block)
 {
     struct epoch *open = &state->open;
     block->state = BLOCK_PENDING;
@@ -64,39 +64,62 @@ void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state
     open->last_free = ++allocator->free_sequence;
     stat_increase(&allocator->stats.pending_blocks, 1);
     stat_increase(&allocator->stats.pending_bytes, (int64_t)block->size);
+}
+
+void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
+                       struct block *block)
+{
+    append_pending(allocator, state, block);
+    struct epoch *open = &state->open;
     if (open->block_count >= EPOCH_CLOSE_FREES || epoch_bytes(open) >= EPOCH_CLOSE_BYTES)
         epoch_close(allocator, state);
 }
 
-/* The blocks of `list` are safe for every stream now. The pending
- * statistics fall once for the whole list: a decrease moves no peak. */
-static void free_pending_list(struct gpucache_allocator *allocator, struct block *list)
+void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct block *list)
 {
-    int64_t blocks = 0;
-    int64_t bytes = 0;
     while (list != NULL) {
         struct block *block = list;
         list = block->list_next;
-        block->list_next = NULL;
+        append_pending(allocator, &allocator->all_streams, block);
+    }
+}
+
+/* The blocks of `list` are safe for every stream now; `front`: a lane's
+ * batch (struct epoch). The pending statistics fall once for the whole
+ * list. */
+static void free_pending_list(struct gpucache_allocator *allocator, struct block *list,
+                              struct front_cache *front)
+{
+    int64_t blocks = 0;
+    int64_t bytes = 0;
+    for (struct block *block = list; block != NULL; block = block->list_next) {
         block->free_tick = 0;
         blocks++;
         bytes += (int64_t)block->size;
         emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
                    block->requested_size, block->stream);
-        /* Cleared for every stream now: its own stream's next request of its
-         * size takes it from the front. */
-        if (!front_cache_put_after_fence(allocator, block))
-            block_becomes_free(allocator, block);
     }
-    stat_decrease(&allocator->stats.pending_blocks, blocks);
-    stat_decrease(&allocator->stats.pending_bytes, bytes);
+    if (front != NULL) {
+        front_cache_batch_completed(allocator, front, list);
+    } else {
+        while (list != NULL) {
+            struct block *block = list;
+            list = block->list_next;
+            block->list_next = NULL;
+            /* Cleared for every stream now: its own stream's next request
+             * of its size takes it from the front. */
+            if (!front_cache_put_after_fence(allocator, block))
+                block_becomes_free(allocator, block);
+        }
+    }
+    front_cache_decrease_pending(allocator, blocks, bytes);
 }
 
 static void complete_open_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
 {
     struct block *list = state->open.first;
     memset(&state->open, 0, sizeof state->open);
-    free_pending_list(allocator, list);
+    free_pending_list(allocator, list, NULL);
 }
 
 /* Completes the closed epochs of `state` up to and including `through`
@@ -123,11 +146,12 @@ static void complete_epochs_until(struct gpucache_allocator *allocator,
         if (epoch->fence != NULL) /* NULL: released when its query answered */
             driver_fence_release(allocator, epoch->fence);
         struct block *list = epoch->first;
+        struct front_cache *front = epoch->front;
         bool last = epoch == through;
         memset(epoch, 0, sizeof *epoch);
         epoch->next = allocator->spare_epochs;
         allocator->spare_epochs = epoch;
-        free_pending_list(allocator, list);
+        free_pending_list(allocator, list, front);
         if (last)
             return;
     }
@@ -155,6 +179,9 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
     epochs_all_work_done(allocator, since);
     return true;
 }
+
+static void append_closed(struct gpucache_allocator *allocator, struct stream_state *state,
+                          struct epoch *epoch);
 
 void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state)
 {
@@ -189,8 +216,54 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     *epoch = state->open;
     epoch->fence = fence;
     epoch->tick = tick;
-    epoch->next = NULL;
     memset(&state->open, 0, sizeof state->open);
+    append_closed(allocator, state, epoch);
+}
+
+/* The blocks a lane freed synchronously wait as an epoch of their own,
+ * fenced on every stream now, after all of their frees. */
+bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
+                             struct block *first, struct block *last, size_t count,
+                             const uint64_t bytes[POOL_COUNT])
+{
+    struct epoch *epoch = allocator->spare_epochs;
+    if (epoch != NULL)
+        allocator->spare_epochs = epoch->next;
+    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
+        return false;
+    const struct gpucache_driver *driver = allocator->driver;
+    gpucache_result result = GPUCACHE_ERROR_NOT_READY;
+    uint64_t tick = allocator_next_tick(allocator); /* as in epoch_close */
+    int64_t timer = driver_timer_start();
+    if (!driver->capture_active(driver->context, allocator->device))
+        result = driver->fence_all_streams(driver->context, allocator->device, &epoch->fence);
+    driver_timer_stop(allocator, timer);
+    if (result != GPUCACHE_SUCCESS) {
+        epoch->next = allocator->spare_epochs;
+        allocator->spare_epochs = epoch;
+        return false;
+    }
+    epoch->tick = tick;
+    epoch->last_free = ++allocator->free_sequence;
+    epoch->first = first;
+    epoch->last = last;
+    epoch->block_count = count;
+    epoch->front = front;
+    int64_t total = 0;
+    for (int pool = 0; pool < POOL_COUNT; pool++) {
+        epoch->bytes[pool] = bytes[pool];
+        total += (int64_t)bytes[pool];
+    }
+    stat_increase(&allocator->stats.pending_blocks, (int64_t)count);
+    stat_increase(&allocator->stats.pending_bytes, total);
+    append_closed(allocator, &allocator->all_streams, epoch);
+    return true;
+}
+
+static void append_closed(struct gpucache_allocator *allocator, struct stream_state *state,
+                          struct epoch *epoch)
+{
+    epoch->next = NULL;
     if (state->newest != NULL)
         state->newest->next = epoch;
     else
@@ -532,6 +605,9 @@ void epochs_discard(struct gpucache_allocator *allocator, bool release_fences)
 struct gpucache_sync_point gpucache_allocator_sync_point(struct gpucache_allocator *allocator)
 {
     pthread_mutex_lock(&allocator->mutex);
+    /* The synchronous frees the lanes served so far get their free
+     * sequence now, so that a synchronize of the device covers them. */
+    front_cache_fence_batches(allocator);
     struct gpucache_sync_point point = epochs_now(allocator);
     pthread_mutex_unlock(&allocator->mutex);
     return point;
@@ -560,6 +636,8 @@ void gpucache_allocator_synchronized(struct gpucache_allocator *allocator, bool 
                                      gpucache_stream stream)
 {
     pthread_mutex_lock(&allocator->mutex);
+    if (whole_device)
+        front_cache_fence_batches(allocator);
     work_done_since(allocator, whole_device, stream, epochs_now(allocator));
     pthread_mutex_unlock(&allocator->mutex);
 }
