@@ -213,6 +213,7 @@ struct front_cache {
     /* What its lanes served (gpucache_allocator_lane_counts). */
     uint64_t lane_hits;
     uint64_t lane_frees;
+    uint64_t lane_synchronous_frees; /* of lane_frees */
     struct front_slot slots[FRONT_SIZES];
     /* The statistics its blocks owe (read atomically, without the front's
      * lock, by the peaks of front_change_requested and front_count_allocated). */

@@ -293,6 +293,18 @@ void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64
     }
 }
 
+uint64_t gpucache_allocator_lane_synchronous_frees(struct gpucache_allocator *allocator)
+{
+    uint64_t frees = 0;
+    for (int i = 0; i < FRONT_STREAMS; i++) {
+        struct front_cache *front = &allocator->fronts[i];
+        front_lock(front);
+        frees += front->lane_synchronous_frees;
+        front_unlock(front);
+    }
+    return frees;
+}
+
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream)
 {
     struct front_cache *front = front_find(allocator, stream);
@@ -786,6 +798,7 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
     front->unfenced_count++;
     front->unfenced_bytes[pool] += block->size;
     front->lane_frees++;
+    front->lane_synchronous_frees++;
     emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
                      block->requested_size, block->size, block->stream);
     bool fence_due = front->unfenced_count >= EPOCH_CLOSE_FREES ||

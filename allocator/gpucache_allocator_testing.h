@@ -24,4 +24,7 @@ bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, s
 void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64_t *hits,
                                     uint64_t *frees);
 
+/* Of those frees, the synchronous ones. */
+uint64_t gpucache_allocator_lane_synchronous_frees(struct gpucache_allocator *allocator);
+
 #endif

@@ -438,3 +438,243 @@ Test(front_cache, a_hit_after_a_larger_request_elsewhere_raises_the_requested_pe
     assert_same_stats(&t, "after A's hit");
     twin_close(&t);
 }
+
+/* Synchronous frees through the lanes: a block its front handed out, freed
+ * with cuMemFree, waits for a fence on every stream, under the front's lock
+ * alone. */
+static uint64_t lane_synchronous_frees(struct fixture *f)
+{
+    return gpucache_allocator_lane_synchronous_frees(f->allocator);
+}
+
+static void free_synchronously(struct fixture *f, uint64_t address)
+{
+    cr_assert_eq(gpucache_allocator_free(f->allocator, address, GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_SUCCESS);
+}
+
+Test(front_cache, a_lane_frees_synchronously_and_the_block_waits_for_every_stream)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    free_synchronously(&f, a);
+    cr_assert_eq(lane_synchronous_frees(&f), 1, "the lane serves the free");
+    size_t requested;
+    cr_assert_not(gpucache_allocator_block_size(f.allocator, a, &requested), "a is not live");
+    cr_assert_eq(gpucache_allocator_free(f.allocator, a, GPUCACHE_FREE_SYNCHRONOUS, 0),
+                 GPUCACHE_ERROR_INVALID_VALUE, "freed twice");
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "no fence was recorded after the free");
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_B), a, "no fence was recorded after the free");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* `count` blocks handed out by A's lane, with `spare` more left in A's
+ * front (no allocation may miss meanwhile: a miss flushes the fronts). */
+static void hand_out_through_the_lane(struct fixture *f, uint64_t *blocks, int count, int spare)
+{
+    uint64_t all[64];
+    cr_assert_leq(count + spare, 64);
+    for (int i = 0; i < count + spare; i++)
+        all[i] = raw_alloc(f, 4 * KiB, STREAM_A);
+    for (int i = 0; i < count + spare; i++)
+        raw_free(f, all[i], STREAM_A);
+    for (int i = 0; i < count; i++)
+        blocks[i] = raw_alloc(f, 4 * KiB, STREAM_A);
+}
+
+Test(front_cache, a_lanes_fenced_batch_waits_for_its_fence_after_a_flush_too)
+{
+    enum { COUNT = 32 };
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t blocks[COUNT];
+    hand_out_through_the_lane(&f, blocks, COUNT, 0);
+    for (int i = 0; i < COUNT; i++)
+        free_synchronously(&f, blocks[i]);
+    cr_assert_gt(lane_synchronous_frees(&f), 0, "the lane serves the frees it handed out");
+    int64_t closed = stats_of(&f).num_epochs_closed; /* a flush: the unfenced wait in the open epoch */
+    gpucache_allocator_sync_point(f.allocator);
+    for (int i = 0; i < 2 * COUNT; i++) {
+        uint64_t b = raw_alloc(&f, 4 * KiB, i % 2 ? STREAM_A : STREAM_B); /* misses: flushes */
+        for (int j = 0; j < COUNT; j++)
+            cr_assert_neq(b, blocks[j], "before the fence completed");
+    }
+    cr_assert_geq(stats_of(&f).num_epochs_closed, closed);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_lanes_batch_comes_back_to_its_stream_once_its_fence_completes)
+{
+    enum { COUNT = 32 };
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t blocks[COUNT];
+    hand_out_through_the_lane(&f, blocks, COUNT, 1); /* the spare keeps A's front from running dry */
+    for (int i = 0; i < COUNT; i++)
+        free_synchronously(&f, blocks[i]);
+    uint64_t lane_frees = lane_synchronous_frees(&f);
+    cr_assert_gt(lane_frees, 0, "the lane serves the frees it handed out");
+    struct gpucache_sync_point since = gpucache_allocator_sync_point(f.allocator); /* the fence */
+    (void)since;
+    accounting_driver_complete_all(f.driver);
+    uint64_t hits_before, hits_after, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    /* The spare first (the top of the slot), then the batch, which the
+     * query of the first hit after the fence put back in the front. */
+    bool from_batch = false;
+    for (int n = 0; n < 3; n++) {
+        uint64_t again = raw_alloc(&f, 4 * KiB, STREAM_A);
+        for (int i = 0; i < COUNT; i++)
+            from_batch |= again == blocks[i];
+    }
+    gpucache_allocator_lane_counts(f.allocator, &hits_after, &frees);
+    cr_assert(from_batch, "the completed batch waits in stream A's front");
+    cr_assert_geq(hits_after - hits_before, 2, "the lane serves the batch's blocks");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* cuMemAlloc then cuMemFree of one size, again and again, as a step's
+ * temporaries are: once the fences have returned blocks to the front, the
+ * lanes serve both, and every 64th free records the one fence of a batch. */
+Test(front_cache, repeated_synchronous_pairs_run_on_the_lanes_with_a_fence_per_64_frees)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    for (int i = 0; i < 2000; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    uint64_t hits_before, frees_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees_before);
+    uint64_t synchronous_before = lane_synchronous_frees(&f);
+    int64_t closed_before = stats_of(&f).num_epochs_closed;
+    for (int i = 0; i < 6400; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_geq(hits - hits_before, 6000, "%llu of 6400 hits were a lane's",
+                  (unsigned long long)(hits - hits_before));
+    cr_assert_geq(lane_synchronous_frees(&f) - synchronous_before, 6000);
+    int64_t fences = stats_of(&f).num_epochs_closed - closed_before;
+    cr_assert(fences >= 99 && fences <= 101, "%lld fences for 6400 frees", (long long)fences);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_device_synchronize_clears_the_lanes_synchronous_frees)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    free_synchronously(&f, a); /* unfenced: fewer than 64 */
+    struct gpucache_sync_point since = gpucache_allocator_sync_point(f.allocator);
+    accounting_driver_complete_all(f.driver);
+    gpucache_allocator_synchronized_since(f.allocator, true, 0, since);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "the device's work before it is done");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, a_lanes_synchronous_frees_after_a_synchronize_began_are_not_cleared_by_it)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    struct gpucache_sync_point since = gpucache_allocator_sync_point(f.allocator);
+    free_synchronously(&f, a);
+    gpucache_allocator_synchronized_since(f.allocator, true, 0, since);
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_B), a, "work issued after the point may use it");
+    cr_assert_neq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "work issued after the point may use it");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* The pending statistics while a lane's synchronous frees wait unfenced:
+ * the peak an epoch's completion would otherwise lower past counts them. */
+Test(front_cache, pending_peaks_count_the_lanes_unfenced_frees)
+{
+    static struct twin t;
+    twin_start(&t);
+    for (int i = 0; i < 64; i++)
+        twin_alloc(&t, 10 + i, 4 * KiB, STREAM_B);
+    /* Six blocks in A's front, five handed out by its lane: the sixth
+     * serves the allocation that completes the epoch below. */
+    for (int i = 0; i < 6; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 6; i++)
+        twin_free(&t, i, STREAM_A);
+    for (int i = 0; i < 5; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        twin_free_sync(&t, 10 + i); /* the ordinary path closes their epoch */
+    for (int i = 0; i < 5; i++)
+        twin_free_sync(&t, i); /* A's lane: unfenced */
+    cr_assert_eq(gpucache_allocator_lane_synchronous_frees(t.front.allocator), 5);
+    twin_alloc(&t, 5, 4 * KiB, STREAM_A); /* completes the epoch of 64 */
+    assert_same_stats(&t, "after the epoch's completion");
+    cr_assert_eq(stats_of(&t.front).pending_blocks.peak, 69);
+    twin_close(&t);
+}
+
+/* A batch, its completion into the front, lane hits of its blocks and a
+ * miss's flush: statistics as if the lanes' synchronous frees were the
+ * ordinary path's. Compared after device synchronizes: which blocks are
+ * still pending before one depends on which the lane served. */
+static void twin_synchronize(struct twin *t)
+{
+    gpucache_allocator_synchronized(t->front.allocator, true, 0);
+    gpucache_allocator_synchronized(t->eager.allocator, true, 0);
+    fixture_check(&t->eager);
+}
+
+Test(front_cache, statistics_read_as_if_the_lanes_synchronous_frees_were_the_ordinary_ones)
+{
+    static struct twin t;
+    twin_start(&t);
+    for (int i = 0; i < 70; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
+    for (int i = 0; i < 70; i++)
+        twin_free(&t, i, STREAM_A);
+    for (int i = 0; i < 70; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
+    for (int i = 0; i < 70; i++)
+        twin_free_sync(&t, i);
+    cr_assert_geq(gpucache_allocator_lane_synchronous_frees(t.front.allocator), 64);
+    twin_synchronize(&t);
+    assert_same_stats(&t, "after 70 synchronous frees");
+    for (int i = 0; i < 40; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
+    assert_same_stats(&t, "after hits of the batch's blocks");
+    for (int i = 0; i < 30; i++)
+        twin_free_sync(&t, i);
+    twin_synchronize(&t);
+    twin_alloc(&t, 100, 8 * KiB, STREAM_B);
+    assert_same_stats(&t, "after more synchronous frees and a miss");
+    assert_same_snapshot(&t);
+    twin_close(&t);
+}
+
+/* A flush while a lane's fenced batch waits for its fence: the batch's
+ * blocks read as pending, and stay unusable, as ordinary synchronous frees. */
+Test(front_cache, a_flush_makes_a_lanes_fenced_batch_ordinary_pending_blocks)
+{
+    static struct twin t;
+    twin_start(&t);
+    accounting_driver_hold_fences(t.front.driver, true);
+    accounting_driver_hold_fences(t.eager.driver, true);
+    for (int i = 0; i < 20; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 20; i++)
+        twin_free(&t, i, STREAM_A);
+    for (int i = 0; i < 20; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 20; i++)
+        twin_free_sync(&t, i);
+    cr_assert_gt(gpucache_allocator_lane_synchronous_frees(t.front.allocator), 0);
+    gpucache_allocator_sync_point(t.front.allocator); /* fences the lane's batch */
+    gpucache_allocator_sync_point(t.eager.allocator);
+    assert_same_stats(&t, "with the batch's fence outstanding");
+    assert_same_snapshot(&t);
+    twin_close(&t);
+}

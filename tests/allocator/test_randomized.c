@@ -358,13 +358,18 @@ Test(randomized, the_lanes_with_checks_every_97_operations, .timeout = 110)
     run_walk(walk, operation_count());
     uint64_t hits = 0, frees = 0;
     gpucache_allocator_lane_counts(walk->f.allocator, &hits, &frees);
-    cr_log_info("lanes: %llu hits, %llu frees", (unsigned long long)hits,
-                (unsigned long long)frees);
+    uint64_t synchronous = gpucache_allocator_lane_synchronous_frees(walk->f.allocator);
+    cr_log_info("lanes: %llu hits, %llu frees (%llu synchronous)", (unsigned long long)hits,
+                (unsigned long long)frees, (unsigned long long)synchronous);
     /* About one operation in 200 is a lane's hit and one in 1,000 a lane's
      * free here (a miss merges the fronts back and ends what they handed
      * out); a tenth of that proves the walk reaches them. */
     cr_assert_gt(hits, operation_count() / 2000, "the walk must reach the lanes' hits");
     cr_assert_gt(frees, operation_count() / 10000, "the walk must reach the lanes' frees");
+    /* A quarter of the frees are synchronous: about one operation in 2,700
+     * is a lane's synchronous free. */
+    cr_assert_gt(synchronous, operation_count() / 30000,
+                 "the walk must reach the lanes' synchronous frees");
     finish_walk(walk);
 }
 

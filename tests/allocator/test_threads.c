@@ -128,12 +128,12 @@ static void *lane_work(void *argument)
         uint64_t address = held[slot];
         held[slot] = 0;
         live_remove(address);
-        /* Mostly on its own stream (the lane); sometimes synchronously or on
-         * another stream (the ordinary path, with the block a front handed
-         * out). */
+        /* Mostly on its own stream or synchronously (the lanes); sometimes
+         * on another stream (the ordinary path, with the block a front
+         * handed out). */
         unsigned draw = (unsigned)(seed >> 50) % 16;
         enum gpucache_free_kind kind =
-            draw == 0 ? GPUCACHE_FREE_SYNCHRONOUS : GPUCACHE_FREE_STREAM_ORDERED;
+            draw == 0 || draw >= 12 ? GPUCACHE_FREE_SYNCHRONOUS : GPUCACHE_FREE_STREAM_ORDERED;
         gpucache_stream on = draw == 1 ? (gpucache_stream)0x77000 : stream;
         if (gpucache_allocator_free(shared->allocator, address, kind, on) != GPUCACHE_SUCCESS)
             atomic_fetch_add(&shared->failures, 1);
@@ -194,10 +194,12 @@ static int run_lanes(struct gpucache_allocator *allocator)
         return failed("lanes: a malloc or free failed, or an address was handed out twice");
     uint64_t hits = 0, frees = 0;
     gpucache_allocator_lane_counts(allocator, &hits, &frees);
-    if (hits < 1000 || frees < 1000)
+    uint64_t synchronous = gpucache_allocator_lane_synchronous_frees(allocator);
+    if (hits < 1000 || frees < 1000 || synchronous < 500)
         return failed("lanes: the threads did not reach the lanes");
-    printf("allocator threads: the lanes served %llu hits and %llu frees\n",
-           (unsigned long long)hits, (unsigned long long)frees);
+    printf("allocator threads: the lanes served %llu hits and %llu frees (%llu synchronous)\n",
+           (unsigned long long)hits, (unsigned long long)frees,
+           (unsigned long long)synchronous);
     struct gpucache_stats stats;
     gpucache_allocator_get_stats(allocator, &stats);
     if (stats.allocation[GPUCACHE_STAT_ALL].current != 0)
