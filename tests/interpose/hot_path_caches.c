@@ -247,6 +247,22 @@ static void cached_pairs(void)
     }
 }
 
+/* cached_pairs with a synchronize after every free: each allocation then
+ * finds every earlier block reusable by its stream, whenever the device
+ * completes the fences. */
+static void synchronized_pairs(void)
+{
+    CUdeviceptr pointer;
+    for (int i = 0; i < 4; i++) {
+        CHECK_DRIVER(cuMemAlloc(&pointer, PAIR_SIZE));
+        CHECK_DRIVER(cuMemFree(pointer));
+        CHECK_DRIVER(cuCtxSynchronize());
+        CHECK_DRIVER(cuMemAllocAsync(&pointer, PAIR_SIZE, CU_STREAM_LEGACY));
+        CHECK_DRIVER(cuMemFreeAsync(pointer, CU_STREAM_LEGACY));
+        CHECK_DRIVER(cuCtxSynchronize());
+    }
+}
+
 static int context_mode(const char *mode)
 {
     int devices = 0;
@@ -308,11 +324,13 @@ static int context_lifetime_mode(const char *mode)
             CHECK(current == primary, "the destroy made another context current");
         cached_pairs();
         /* Which free blocks the next pairs may take depends on when the
-         * device completes the fences of the last ones: a synchronize makes
-         * every one of them reusable, so only the routing is measured. */
+         * device completes the fences of the last ones (a block freed on one
+         * stream keeps another's request off its neighbours until then):
+         * synchronizes make every one of them reusable, so only the routing
+         * is measured. */
         CHECK_DRIVER(cuCtxSynchronize());
         before = simulated_driver_calls("cuMemAlloc_v2");
-        cached_pairs();
+        synchronized_pairs();
         CHECK(simulated_driver_calls("cuMemAlloc_v2") == before,
               "after the created context's destroy the primary context is not served from "
               "the cache");
