@@ -107,6 +107,18 @@ struct pool {
 };
 
 /* A batch of frees that become reusable together once `fence` completes. */
+/* Synchronous frees a front's lane served (struct front_cache), linked by
+ * list_next. */
+struct lane_batch {
+    struct block *first;
+    struct block *last;
+    uint32_t count;
+    uint64_t bytes[POOL_COUNT];
+    uint64_t key;      /* size | pool of every block; LANE_BATCH_MIXED: several */
+    int64_t requested; /* their requested bytes */
+};
+#define LANE_BATCH_MIXED UINT64_MAX
+
 struct epoch {
     struct gpucache_fence *fence;
     uint64_t tick;          /* allocator tick when the fence was recorded */
@@ -121,6 +133,8 @@ struct epoch {
      * statistics deferred; its completion puts them in the front's slots.
      * A flush of the front makes it an ordinary epoch. */
     struct front_cache *front;
+    uint64_t front_key;      /* the batch's key and requested bytes (struct lane_batch) */
+    int64_t front_requested;
 };
 
 /* Reuse-safety bookkeeping for one stream, or (all_streams) for synchronous
@@ -240,10 +254,7 @@ struct front_cache {
     /* Synchronous frees its lane served since its last batch was fenced
      * (linked by list_next): BLOCK_FRONT, their allocation statistics
      * deferred like a slot's blocks', not yet counted pending. */
-    struct block *unfenced_first;
-    struct block *unfenced_last;
-    uint32_t unfenced_count;
-    uint64_t unfenced_bytes[POOL_COUNT];
+    struct lane_batch unfenced;
     /* The blocks it handed out, still allocated: address -> block. */
     struct handed_out_entry handed_out[FRONT_HANDED_OUT_SETS][2];
     uint32_t handed_out_count;
@@ -526,11 +537,10 @@ void epochs_close_all_open(struct gpucache_allocator *allocator);
  * to the open epoch of every stream, without closing it. */
 void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct block *list);
 /* Records a fence on every stream for the synchronous frees a lane of
- * `front` served (`first` to `last`), a closed epoch of their own; false
+ * `front` served, a closed epoch of their own; false
  * (nothing done) when no fence can be recorded (capture, driver error). */
 bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
-                             struct block *first, struct block *last, size_t count,
-                             const uint64_t bytes[POOL_COUNT]);
+                             const struct lane_batch *batch);
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
 /* Waits for the oldest closed epoch of synchronous frees holding bytes of
@@ -678,8 +688,7 @@ void front_cache_fence_batches(struct gpucache_allocator *allocator);
 /* The blocks of a completed epoch of `front`'s lane (see struct epoch):
  * free for every stream now, they wait in its slots, or become free blocks
  * where the slots cannot take them; under the allocator's lock. */
-void front_cache_batch_completed(struct gpucache_allocator *allocator, struct front_cache *front,
-                                 struct block *list);
+void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch);
 /* Lowers the pending statistics by `blocks` and `bytes`, their peaks first
  * raised to what they would read with the frees that wait unfenced in
  * fronts: those only raise them, so the highest value since the last

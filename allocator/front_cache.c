@@ -233,12 +233,10 @@ static struct block *settle_synchronous_frees(struct gpucache_allocator *allocat
             settle_synchronous_free(allocator, front, block);
         epoch->front = NULL;
     }
-    struct block *unfenced = front->unfenced_first;
+    struct block *unfenced = front->unfenced.first;
     for (struct block *block = unfenced; block != NULL; block = block->list_next)
         settle_synchronous_free(allocator, front, block);
-    front->unfenced_first = front->unfenced_last = NULL;
-    front->unfenced_count = 0;
-    front->unfenced_bytes[POOL_SMALL] = front->unfenced_bytes[POOL_LARGE] = 0;
+    front->unfenced = (struct lane_batch){0};
     return unfenced;
 }
 
@@ -790,19 +788,25 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
     counter_add(&front->allocated_blocks[pool], 1);
     counter_add(&front->allocated_bytes[pool], (int64_t)block->size);
     block->list_next = NULL;
-    if (front->unfenced_last != NULL)
-        front->unfenced_last->list_next = block;
+    if (front->unfenced.last != NULL)
+        front->unfenced.last->list_next = block;
     else
-        front->unfenced_first = block;
-    front->unfenced_last = block;
-    front->unfenced_count++;
-    front->unfenced_bytes[pool] += block->size;
+        front->unfenced.first = block;
+    front->unfenced.last = block;
+    uint64_t key = block->size | pool;
+    front->unfenced.key = front->unfenced.count == 0 || front->unfenced.key == key
+                              ? key
+                              : LANE_BATCH_MIXED;
+    front->unfenced.count++;
+    front->unfenced.bytes[pool] += block->size;
+    front->unfenced.requested += (int64_t)block->requested_size;
+    block->free_tick = 0; /* no same-stream free: its batch's fence clears it */
     front->lane_frees++;
     front->lane_synchronous_frees++;
     emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
                      block->requested_size, block->size, block->stream);
-    bool fence_due = front->unfenced_count >= EPOCH_CLOSE_FREES ||
-                     front->unfenced_bytes[POOL_SMALL] + front->unfenced_bytes[POOL_LARGE] >=
+    bool fence_due = front->unfenced.count >= EPOCH_CLOSE_FREES ||
+                     front->unfenced.bytes[POOL_SMALL] + front->unfenced.bytes[POOL_LARGE] >=
                          EPOCH_CLOSE_BYTES;
     front_unlock(front);
     if (fence_due)
@@ -813,15 +817,11 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
 void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front)
 {
     front_lock(front);
-    struct block *first = front->unfenced_first, *last = front->unfenced_last;
-    size_t count = front->unfenced_count;
-    uint64_t bytes[POOL_COUNT] = {front->unfenced_bytes[POOL_SMALL],
-                                  front->unfenced_bytes[POOL_LARGE]};
-    front->unfenced_first = front->unfenced_last = NULL;
-    front->unfenced_count = 0;
-    front->unfenced_bytes[POOL_SMALL] = front->unfenced_bytes[POOL_LARGE] = 0;
+    struct lane_batch batch = front->unfenced;
+    front->unfenced = (struct lane_batch){0};
     front_unlock(front);
-    if (first == NULL || epochs_fence_lane_batch(allocator, front, first, last, count, bytes))
+    struct block *first = batch.first;
+    if (first == NULL || epochs_fence_lane_batch(allocator, front, &batch))
         return;
     /* No fence now (a capture, a driver error): they wait in the open
      * epoch, as the ordinary path's synchronous frees do. */
@@ -838,17 +838,31 @@ void front_cache_fence_batches(struct gpucache_allocator *allocator)
         front_cache_fence_batch(allocator, &allocator->fronts[__builtin_ctz(claimed)]);
 }
 
-void front_cache_batch_completed(struct gpucache_allocator *allocator, struct front_cache *front,
-                                 struct block *list)
+void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch)
 {
+    struct front_cache *front = batch->front;
+    struct block *list = batch->first;
     struct block *to_free = NULL;
-    struct front_slot *slot = NULL; /* the previous block's: a batch mostly repeats one size */
     front_lock(front);
+    if (batch->front_key != LANE_BATCH_MIXED) {
+        /* One size, as a step's temporaries mostly are: the whole list goes
+         * on top of its slot at once, as blocks freed on its stream (their
+         * allocation statistics were deferred all along). */
+        struct front_slot *slot = slot_claim(allocator, front, batch->front_key);
+        if (slot->count + batch->block_count <= FRONT_DEPTH) {
+            batch->last->list_next = slot->top;
+            slot->top = list;
+            slot->count += (uint32_t)batch->block_count;
+            front->blocks += batch->block_count;
+            counter_add(&front->requested[list->pool], batch->front_requested);
+            front_unlock(front);
+            return;
+        }
+    }
+    struct front_slot *slot = NULL; /* the previous block's */
     while (list != NULL) {
         struct block *block = list;
         list = block->list_next;
-        /* To its slot, as a block freed on its stream (its allocation
-         * statistics were deferred all along). */
         uint64_t key = block->size | block->pool;
         if (slot == NULL || slot->key != key)
             slot = slot_claim(allocator, front, key);
@@ -884,9 +898,9 @@ void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t 
     for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
         struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
         front_lock(front);
-        waiting_blocks += front->unfenced_count;
-        waiting_bytes += (int64_t)(front->unfenced_bytes[POOL_SMALL] +
-                                   front->unfenced_bytes[POOL_LARGE]);
+        waiting_blocks += front->unfenced.count;
+        waiting_bytes += (int64_t)(front->unfenced.bytes[POOL_SMALL] +
+                                   front->unfenced.bytes[POOL_LARGE]);
     }
     struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
     int64_t waiting[2] = {waiting_blocks, waiting_bytes};

@@ -84,33 +84,37 @@ void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct b
     }
 }
 
-/* The blocks of `list` are safe for every stream now; `front`: a lane's
- * batch (struct epoch). The pending statistics fall once for the whole
- * list. */
+/* The blocks of `list` are safe for every stream now; `batch`: the epoch
+ * they were, when a lane's (struct epoch). The pending statistics fall once
+ * for the whole list. */
 static void free_pending_list(struct gpucache_allocator *allocator, struct block *list,
-                              struct front_cache *front)
+                              const struct epoch *batch)
 {
+    if (batch != NULL && batch->front != NULL) {
+        int64_t bytes = (int64_t)(batch->bytes[POOL_SMALL] + batch->bytes[POOL_LARGE]);
+        if (allocator->observer != NULL)
+            for (struct block *block = list; block != NULL; block = block->list_next)
+                emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                           block->requested_size, block->stream);
+        front_cache_batch_completed(allocator, batch);
+        front_cache_decrease_pending(allocator, (int64_t)batch->block_count, bytes);
+        return;
+    }
     int64_t blocks = 0;
     int64_t bytes = 0;
-    for (struct block *block = list; block != NULL; block = block->list_next) {
+    while (list != NULL) {
+        struct block *block = list;
+        list = block->list_next;
+        block->list_next = NULL;
         block->free_tick = 0;
         blocks++;
         bytes += (int64_t)block->size;
         emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
                    block->requested_size, block->stream);
-    }
-    if (front != NULL) {
-        front_cache_batch_completed(allocator, front, list);
-    } else {
-        while (list != NULL) {
-            struct block *block = list;
-            list = block->list_next;
-            block->list_next = NULL;
-            /* Cleared for every stream now: its own stream's next request
-             * of its size takes it from the front. */
-            if (!front_cache_put_after_fence(allocator, block))
-                block_becomes_free(allocator, block);
-        }
+        /* Cleared for every stream now: its own stream's next request of its
+         * size takes it from the front. */
+        if (!front_cache_put_after_fence(allocator, block))
+            block_becomes_free(allocator, block);
     }
     front_cache_decrease_pending(allocator, blocks, bytes);
 }
@@ -145,13 +149,12 @@ static void complete_epochs_until(struct gpucache_allocator *allocator,
             allocator->all_completed_tick = max_tick(allocator->all_completed_tick, cleared);
         if (epoch->fence != NULL) /* NULL: released when its query answered */
             driver_fence_release(allocator, epoch->fence);
-        struct block *list = epoch->first;
-        struct front_cache *front = epoch->front;
+        struct epoch done = *epoch;
         bool last = epoch == through;
         memset(epoch, 0, sizeof *epoch);
         epoch->next = allocator->spare_epochs;
         allocator->spare_epochs = epoch;
-        free_pending_list(allocator, list, front);
+        free_pending_list(allocator, done.first, &done);
         if (last)
             return;
     }
@@ -223,8 +226,7 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
 /* The blocks a lane freed synchronously wait as an epoch of their own,
  * fenced on every stream now, after all of their frees. */
 bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
-                             struct block *first, struct block *last, size_t count,
-                             const uint64_t bytes[POOL_COUNT])
+                             const struct lane_batch *batch)
 {
     struct epoch *epoch = allocator->spare_epochs;
     if (epoch != NULL)
@@ -245,16 +247,18 @@ bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_
     }
     epoch->tick = tick;
     epoch->last_free = ++allocator->free_sequence;
-    epoch->first = first;
-    epoch->last = last;
-    epoch->block_count = count;
+    epoch->first = batch->first;
+    epoch->last = batch->last;
+    epoch->block_count = batch->count;
     epoch->front = front;
+    epoch->front_key = batch->key;
+    epoch->front_requested = batch->requested;
     int64_t total = 0;
     for (int pool = 0; pool < POOL_COUNT; pool++) {
-        epoch->bytes[pool] = bytes[pool];
-        total += (int64_t)bytes[pool];
+        epoch->bytes[pool] = batch->bytes[pool];
+        total += (int64_t)batch->bytes[pool];
     }
-    stat_increase(&allocator->stats.pending_blocks, (int64_t)count);
+    stat_increase(&allocator->stats.pending_blocks, (int64_t)batch->count);
     stat_increase(&allocator->stats.pending_bytes, total);
     append_closed(allocator, &allocator->all_streams, epoch);
     return true;
