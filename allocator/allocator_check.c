@@ -321,13 +321,41 @@ static bool check_stats(const struct gpucache_stats *stats, const struct recount
                       why, why_size);
 }
 
+/* After a flush no front defers anything: every count it keeps for the
+ * statistics is back at zero (a count left over would skew the peaks its
+ * front's next blocks are read against). Only the allocator's lock claims a
+ * front, and a lane writes nothing in a front it finds unclaimed, so these
+ * need no front's lock. */
+static bool check_fronts_settled(struct gpucache_allocator *allocator, char *why,
+                                 size_t why_size)
+{
+    for (int i = 0; i < FRONT_STREAMS; i++) {
+        struct front_cache *front = &allocator->fronts[i];
+        if ((allocator->fronts_claimed >> i) & 1u)
+            continue;
+        bool settled = front->blocks == 0 && front->after_fence_blocks == 0 &&
+                       front->handed_out_count == 0 && front->unfenced.count == 0;
+        for (int pool = 0; pool < POOL_COUNT; pool++)
+            settled = settled && front->requested[pool] == 0 &&
+                      front->allocated_blocks[pool] == 0 && front->allocated_bytes[pool] == 0;
+        if (!settled)
+            return fail(why, why_size, "front %d defers statistics after its flush: %lld blocks, "
+                        "%lld bytes, %lld requested bytes (small pool)", i,
+                        (long long)front->allocated_blocks[POOL_SMALL],
+                        (long long)front->allocated_bytes[POOL_SMALL],
+                        (long long)front->requested[POOL_SMALL]);
+    }
+    return true;
+}
+
 bool gpucache_allocator_check(struct gpucache_allocator *allocator, char *why, size_t why_size)
 {
     struct recount recount;
     memset(&recount, 0, sizeof recount);
     pthread_mutex_lock(&allocator->mutex);
     front_cache_flush(allocator);
-    bool ok = count_blocks(allocator, &recount, why, why_size) &&
+    bool ok = check_fronts_settled(allocator, why, why_size) &&
+              count_blocks(allocator, &recount, why, why_size) &&
               check_segments(allocator, &recount, why, why_size) &&
               check_stats(&allocator->stats, &recount, why, why_size);
     pthread_mutex_unlock(&allocator->mutex);

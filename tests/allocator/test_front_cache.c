@@ -628,23 +628,23 @@ static void twin_synchronize(struct twin *t)
     fixture_check(&t->eager);
 }
 
-Test(front_cache, statistics_read_as_if_the_lanes_synchronous_frees_were_the_ordinary_ones)
+static void lanes_synchronous_frees_against_the_ordinary_ones(size_t odd_size)
 {
     static struct twin t;
     twin_start(&t);
-    for (int i = 0; i < 70; i++)
-        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
-    for (int i = 0; i < 70; i++)
+    for (int i = 0; i < 60; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : odd_size, STREAM_A);
+    for (int i = 0; i < 60; i++)
         twin_free(&t, i, STREAM_A);
-    for (int i = 0; i < 70; i++)
-        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
-    for (int i = 0; i < 70; i++)
+    for (int i = 0; i < 60; i++)
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : odd_size, STREAM_A);
+    for (int i = 0; i < 60; i++)
         twin_free_sync(&t, i);
-    cr_assert_geq(gpucache_allocator_lane_synchronous_frees(t.front.allocator), 64);
+    cr_assert_geq(gpucache_allocator_lane_synchronous_frees(t.front.allocator), 40);
     twin_synchronize(&t);
-    assert_same_stats(&t, "after 70 synchronous frees");
+    assert_same_stats(&t, "after 60 synchronous frees");
     for (int i = 0; i < 40; i++)
-        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : 3000, STREAM_A);
+        twin_alloc(&t, i, i % 2 == 0 ? 4 * KiB : odd_size, STREAM_A);
     assert_same_stats(&t, "after hits of the batch's blocks");
     for (int i = 0; i < 30; i++)
         twin_free_sync(&t, i);
@@ -653,6 +653,18 @@ Test(front_cache, statistics_read_as_if_the_lanes_synchronous_frees_were_the_ord
     assert_same_stats(&t, "after more synchronous frees and a miss");
     assert_same_snapshot(&t);
     twin_close(&t);
+}
+
+/* Two sizes: the batch's blocks go back to their slots one by one. */
+Test(front_cache, statistics_read_as_if_the_lanes_synchronous_frees_were_the_ordinary_ones)
+{
+    lanes_synchronous_frees_against_the_ordinary_ones(3000);
+}
+
+/* One size, with requests of two lengths: the batch goes back in one step. */
+Test(front_cache, statistics_read_so_when_a_lanes_batch_goes_back_whole)
+{
+    lanes_synchronous_frees_against_the_ordinary_ones(4 * KiB - 300);
 }
 
 /* A flush while a lane's fenced batch waits for its fence: the batch's
