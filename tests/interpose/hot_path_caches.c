@@ -359,15 +359,7 @@ static int device_reset_mode(void)
      * legacy stream is cleared for the next cuMemAlloc depends on when its
      * fence completes, and a miss asks the driver. */
     unsigned long long before = simulated_driver_calls("cuMemAlloc_v2");
-    for (int i = 0; i < 4; i++) {
-        CUdeviceptr pointer;
-        CHECK_DRIVER(cuMemAlloc(&pointer, PAIR_SIZE));
-        CHECK_DRIVER(cuMemFree(pointer));
-        CHECK_DRIVER(cuCtxSynchronize());
-        CHECK_DRIVER(cuMemAllocAsync(&pointer, PAIR_SIZE, CU_STREAM_LEGACY));
-        CHECK_DRIVER(cuMemFreeAsync(pointer, CU_STREAM_LEGACY));
-        CHECK_DRIVER(cuCtxSynchronize());
-    }
+    synchronized_pairs();
     CHECK(simulated_driver_calls("cuMemAlloc_v2") == before,
           "after the reset the new primary context is not served from the cache");
     return 0;
