@@ -690,3 +690,30 @@ Test(front_cache, a_flush_makes_a_lanes_fenced_batch_ordinary_pending_blocks)
     assert_same_snapshot(&t);
     twin_close(&t);
 }
+
+/* During a stream capture no fence may be recorded: a lane's batch then
+ * waits in the open epoch, as the ordinary path's synchronous frees do. */
+Test(front_cache, a_lanes_batch_records_no_fence_during_a_capture)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    for (int i = 0; i < 2000; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    /* Every block back in A's front: the next 64 pairs are the lane's. */
+    gpucache_allocator_synchronized(f.allocator, true, 0);
+    uint64_t synchronous = lane_synchronous_frees(&f);
+    unsigned long fences = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS);
+    unsigned long queries = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
+    accounting_driver_set_capture(f.driver, true);
+    for (int i = 0; i < 64; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    cr_assert_eq(lane_synchronous_frees(&f) - synchronous, 64, "a batch's worth on the lane");
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), fences);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY), queries);
+    cr_assert_gt(stats_of(&f).pending_blocks.current, 0, "the frees wait");
+    accounting_driver_set_capture(f.driver, false);
+    raw_alloc(&f, 2 * MiB, STREAM_A); /* a miss: the open epoch is fenced now */
+    cr_assert_gt(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), fences);
+    fixture_check(&f);
+    fixture_close(&f);
+}
