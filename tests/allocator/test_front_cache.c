@@ -717,3 +717,33 @@ Test(front_cache, a_lanes_batch_records_no_fence_during_a_capture)
     fixture_check(&f);
     fixture_close(&f);
 }
+
+/* reuse:conservative and reuse:relaxed keep their own synchronous frees:
+ * the lanes leave those to the ordinary path (a synchronize, or reuse at
+ * once), and never fence. */
+static void repeated_synchronous_pairs_in(const char *configuration, bool synchronizes)
+{
+    struct fixture f;
+    fixture_start(&f, configuration, 1 * GiB);
+    for (int i = 0; i < 200; i++) {
+        /* The block a lane hands out after a stream-ordered free, then
+         * freed with cuMemFree. */
+        raw_free(&f, raw_alloc(&f, 4 * KiB, STREAM_A), STREAM_A);
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    }
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), 0,
+                 "%s: no fence", configuration);
+    cr_assert_eq(lane_synchronous_frees(&f), 0, "%s: the lanes take no cuMemFree", configuration);
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.num_device_synchronizations > 0, synchronizes, "%s", configuration);
+    if (!synchronizes)
+        cr_assert_eq(stats.pending_blocks.current, 0, "%s: reused at once", configuration);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+Test(front_cache, conservative_and_relaxed_modes_keep_their_synchronous_frees_off_the_lanes)
+{
+    repeated_synchronous_pairs_in("reuse:conservative", true);
+    repeated_synchronous_pairs_in("reuse:relaxed", false);
+}
