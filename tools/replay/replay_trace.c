@@ -131,6 +131,18 @@ static bool add_inferred(struct replay_trace_builder *builder, const struct repl
     return true;
 }
 
+bool replay_builder_expect(struct replay_trace_builder *builder, size_t records,
+                           struct read_error *error)
+{
+    struct replay_trace *trace = builder->trace;
+    if (!growable_array_reserve((void **)&trace->events, &trace->event_capacity,
+                                trace->event_count + records, sizeof *trace->events) ||
+        !growable_array_reserve((void **)&builder->slots, &builder->slot_capacity,
+                                trace->slot_count + records, sizeof *builder->slots))
+        return out_of_memory(error);
+    return true;
+}
+
 bool replay_builder_add(struct replay_trace_builder *builder, const struct replay_record *record,
                         struct read_error *error)
 {

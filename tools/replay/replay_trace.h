@@ -102,6 +102,12 @@ struct replay_record {
 void replay_builder_init(struct replay_trace_builder *builder, struct replay_trace *trace,
                          const char *format);
 
+/* Makes room for `records` more records at once, so that a reader that knows
+ * how many may come spares the arrays' growth by copying. False (with
+ * `error` set) when memory ran out. */
+bool replay_builder_expect(struct replay_trace_builder *builder, size_t records,
+                           struct read_error *error);
+
 /* Adds one record. An allocation at an address that is still live, and a free
  * of an address whose allocation was already freed, are errors; a free of an
  * address never seen before is an allocation made before the recording

@@ -463,6 +463,9 @@ static bool read_snapshot(struct replay_trace_builder *builder, const struct dat
                        length, error))
         return false;
     bool frees_complete = entries && has_free_completed(entries);
+    /* At most one event and one slot per entry. */
+    if (entries && !replay_builder_expect(builder, entries->sequence.count, error))
+        return false;
     if (entries && !read_entries(builder, entries, device,
                                  frees_complete ? ACTION_FREE_COMPLETED : ACTION_FREE_REQUESTED,
                                  error))
