@@ -419,8 +419,9 @@ Test(front_cache, a_lane_hit_after_a_fenced_hit_elsewhere_raises_the_peak_it_pas
 }
 
 /* The same for requested_bytes: a larger request of a block in B's front
- * leaves the statistics unsettled while A's front defers a decrease; A's
- * next hit, on the ordinary path then, raises the peak it passes. */
+ * leaves requested_bytes above its peak while A's front defers a decrease;
+ * A's next hit, below its front's floor, takes the ordinary path, which
+ * raises the peak it passes. */
 Test(front_cache, a_hit_after_a_larger_request_elsewhere_raises_the_requested_peak_it_passes)
 {
     static struct twin t;
