@@ -48,7 +48,13 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaMalloc(&keep, 4096));
     CHECK_CUDA(cudaMalloc(&block, 4096));
     /* Both blocks come from one cached segment, so `block` is not the start
-     * of a driver allocation. */
+     * of a driver allocation. Work on the device, waited for, lets the
+     * simulated device's stream thread finish starting before the fork: a
+     * thread forked away amid malloc leaves AddressSanitizer's allocator
+     * locked in the child (it is not fork-safe while other threads run), and
+     * the child's exit then hangs in the leak check. */
+    CHECK_CUDA(cudaMemset(keep, 0, 4096));
+    CHECK_CUDA(cudaDeviceSynchronize());
     pid_t child = fork();
     CHECK(child >= 0, "fork failed");
     if (child == 0) {
