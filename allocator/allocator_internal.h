@@ -106,7 +106,6 @@ struct pool {
     uint64_t gc_clock;
 };
 
-/* A batch of frees that become reusable together once `fence` completes. */
 /* Synchronous frees a front's lane served (struct front_cache), linked by
  * list_next. */
 struct lane_batch {
@@ -119,6 +118,7 @@ struct lane_batch {
 };
 #define LANE_BATCH_MIXED UINT64_MAX
 
+/* A batch of frees that become reusable together once `fence` completes. */
 struct epoch {
     struct gpucache_fence *fence;
     uint64_t tick;          /* allocator tick when the fence was recorded */
@@ -322,7 +322,7 @@ struct gpucache_allocator {
     bool completions_to_front;
     bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
     /* The lanes serve synchronous frees: reuse fenced in epochs (neither
-     * conservative nor relaxed) and no garbage collection. */
+     * conservative nor relaxed). */
     bool lanes_free_synchronously;
 
     /* Event observer (gpucache_allocator_set_observer); NULL: none. */
@@ -653,10 +653,10 @@ static inline uint64_t front_lane_take(struct gpucache_allocator *allocator,
      * hit of a block a fence freed raises peaks: the ordinary path counts
      * them. */
     if (__atomic_load_n(&allocator->gc_enabled, __ATOMIC_RELAXED))
-        return 0;
+        return LANE_MISS;
     struct front_cache *front = front_lane_find(allocator, stream);
     if (front == NULL || __atomic_load_n(&front->after_fence_blocks, __ATOMIC_RELAXED) != 0)
-        return 0;
+        return LANE_MISS;
     return front_lane_take_in(allocator, front, stream, size);
 }
 

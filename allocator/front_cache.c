@@ -56,6 +56,29 @@ static inline void front_unlock(struct front_cache *front)
     __atomic_store_n(&front->lock, 0, __ATOMIC_RELEASE);
 }
 
+/* Takes the locks of the fronts in `claimed` (bits of fronts_claimed) but
+ * `held`'s, in index order: under the allocator's lock, which no one else
+ * holds then, and the lanes take one front's lock only, so no cycle forms. */
+static void lock_fronts(struct gpucache_allocator *allocator, unsigned claimed,
+                        const struct front_cache *held)
+{
+    for (; claimed != 0; claimed &= claimed - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
+        if (front != held)
+            front_lock(front);
+    }
+}
+
+static void unlock_fronts(struct gpucache_allocator *allocator, unsigned claimed,
+                          const struct front_cache *held)
+{
+    for (; claimed != 0; claimed &= claimed - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
+        if (front != held)
+            front_unlock(front);
+    }
+}
+
 void front_cache_init(struct gpucache_allocator *allocator)
 {
     for (int i = 0; i < FRONT_STREAMS; i++)
@@ -220,6 +243,14 @@ static void settle_synchronous_free(struct gpucache_allocator *allocator,
     block->state = BLOCK_PENDING;
 }
 
+/* settle_synchronous_free for every block of `list` (linked by list_next). */
+static void settle_synchronous_list(struct gpucache_allocator *allocator,
+                                    struct front_cache *front, struct block *list)
+{
+    for (struct block *block = list; block != NULL; block = block->list_next)
+        settle_synchronous_free(allocator, front, block);
+}
+
 /* The front's fenced batches become ordinary epochs, and its unfenced
  * frees ordinary pending blocks, returned (linked by list_next) for the
  * open epoch; its lock held. */
@@ -229,13 +260,11 @@ static struct block *settle_synchronous_frees(struct gpucache_allocator *allocat
     for (struct epoch *epoch = allocator->all_streams.oldest; epoch != NULL; epoch = epoch->next) {
         if (epoch->front != front)
             continue;
-        for (struct block *block = epoch->first; block != NULL; block = block->list_next)
-            settle_synchronous_free(allocator, front, block);
+        settle_synchronous_list(allocator, front, epoch->first);
         epoch->front = NULL;
     }
     struct block *unfenced = front->unfenced.first;
-    for (struct block *block = unfenced; block != NULL; block = block->list_next)
-        settle_synchronous_free(allocator, front, block);
+    settle_synchronous_list(allocator, front, unfenced);
     front->unfenced = (struct lane_batch){0};
     return unfenced;
 }
@@ -327,13 +356,20 @@ bool front_cache_handed_out(struct gpucache_allocator *allocator, struct block *
 
 /* Puts a block in a slot of its front; the front's lock held. The block is
  * BLOCK_FRONT of this front already: a lane never writes a block's state. */
-static void front_push(struct front_cache *front, struct front_slot *slot, struct block *block)
+static void slot_push(struct front_cache *front, struct front_slot *slot, struct block *block)
 {
     block->list_next = slot->top;
     slot->top = block;
     slot->count++;
     front->blocks++;
     counter_add(&front->requested[block->pool], (int64_t)block->requested_size);
+}
+
+/* slot_push, with the block's allocation statistics deferred now (or, for a
+ * block a fence freed, counted among those whose hit raises them). */
+static void front_push(struct front_cache *front, struct front_slot *slot, struct block *block)
+{
+    slot_push(front, slot, block);
     if (!block->front_after_fence) {
         counter_add(&front->allocated_blocks[block->pool], 1);
         counter_add(&front->allocated_bytes[block->pool], (int64_t)block->size);
@@ -458,11 +494,6 @@ static void front_waiting(const struct gpucache_allocator *allocator, size_t cou
     }
 }
 
-/* Raises the peaks of the `all` and `pool` slots of `array` to what they
- * would read without the deferred decreases of the fronts' blocks (the
- * front counters at `counters`). A value at or below its peak cannot pass
- * it without those decreases either: the fronts are read only when one is
- * above (in steady state, never). */
 /* The floor of the deferred count at `counters` (it follows the count). */
 #define FRONT_FLOOR(front, counters) \
     ((int64_t *)(void *)((char *)(front) + (counters) + POOL_COUNT * sizeof(int64_t)))
@@ -491,11 +522,7 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
 {
     struct gpucache_stat *stats[2] = {&array[GPUCACHE_STAT_ALL], &array[stat_type_of(pool)]};
     unsigned claimed = allocator->fronts_claimed;
-    for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
-        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
-        if (front != held)
-            front_lock(front);
-    }
+    lock_fronts(allocator, claimed, held);
     int64_t waiting[2];
     front_waiting(allocator, counters, pool, waiting);
     int64_t room = INT64_MAX;
@@ -515,9 +542,8 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
         front->floored = true;
         if (front == held)
             floors[pool] = counts[pool] > room ? counts[pool] - room : 0;
-        else
-            front_unlock(front);
     }
+    unlock_fronts(allocator, claimed, held);
 }
 
 static inline void raise_peaks(struct gpucache_allocator *allocator,
@@ -826,8 +852,7 @@ void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_
     /* No fence now (a capture, a driver error): they wait in the open
      * epoch, as the ordinary path's synchronous frees do. */
     front_lock(front);
-    for (struct block *block = first; block != NULL; block = block->list_next)
-        settle_synchronous_free(allocator, front, block);
+    settle_synchronous_list(allocator, front, first);
     front_unlock(front);
     epochs_add_synchronous_frees(allocator, first);
 }
@@ -867,11 +892,7 @@ void front_cache_batch_completed(struct gpucache_allocator *allocator, const str
         if (slot == NULL || slot->key != key)
             slot = slot_claim(allocator, front, key);
         if (slot->count < FRONT_DEPTH) {
-            block->list_next = slot->top;
-            slot->top = block;
-            slot->count++;
-            front->blocks++;
-            counter_add(&front->requested[block->pool], (int64_t)block->requested_size);
+            slot_push(front, slot, block);
         } else {
             settle_synchronous_free(allocator, front, block);
             block->list_next = to_free;
@@ -895,9 +916,9 @@ void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t 
     /* Every front's lock held across the reading and the decrease: a lane's
      * free is then wholly before the decrease (and counted here) or after. */
     int64_t waiting_blocks = 0, waiting_bytes = 0;
+    lock_fronts(allocator, claimed, NULL);
     for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
-        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
-        front_lock(front);
+        const struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
         waiting_blocks += front->unfenced.count;
         waiting_bytes += (int64_t)(front->unfenced.bytes[POOL_SMALL] +
                                    front->unfenced.bytes[POOL_LARGE]);
@@ -910,6 +931,5 @@ void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t 
             pending[i]->peak = pending[i]->current + waiting[i];
         stat_decrease(pending[i], amount[i]);
     }
-    for (unsigned rest = claimed; rest != 0; rest &= rest - 1)
-        front_unlock(&allocator->fronts[__builtin_ctz(rest)]);
+    unlock_fronts(allocator, claimed, NULL);
 }

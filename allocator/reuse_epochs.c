@@ -91,13 +91,13 @@ static void free_pending_list(struct gpucache_allocator *allocator, struct block
                               const struct epoch *batch)
 {
     if (batch != NULL && batch->front != NULL) {
-        int64_t bytes = (int64_t)(batch->bytes[POOL_SMALL] + batch->bytes[POOL_LARGE]);
         if (allocator->observer != NULL)
             for (struct block *block = list; block != NULL; block = block->list_next)
                 emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
                            block->requested_size, block->stream);
         front_cache_batch_completed(allocator, batch);
-        front_cache_decrease_pending(allocator, (int64_t)batch->block_count, bytes);
+        front_cache_decrease_pending(allocator, (int64_t)batch->block_count,
+                                     (int64_t)epoch_bytes(batch));
         return;
     }
     int64_t blocks = 0;
@@ -186,17 +186,17 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
 static void append_closed(struct gpucache_allocator *allocator, struct stream_state *state,
                           struct epoch *epoch);
 
-void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state)
+/* An epoch, spare or new, with a fence recorded for `state` (every stream
+ * for all_streams) and the tick taken before the record; NULL when no fence
+ * could be recorded (a capture, a driver error, no memory). */
+static struct epoch *fenced_epoch(struct gpucache_allocator *allocator,
+                                  const struct stream_state *state)
 {
-    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE) {
-        synchronize_device_for_reuse(allocator);
-        return;
-    }
     struct epoch *epoch = allocator->spare_epochs;
     if (epoch != NULL)
         allocator->spare_epochs = epoch->next;
     else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
-        return;
+        return NULL;
     const struct gpucache_driver *driver = allocator->driver;
     gpucache_result result = GPUCACHE_ERROR_NOT_READY;
     /* Taken before the fence is recorded: a lane's free that read the
@@ -213,12 +213,25 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     if (result != GPUCACHE_SUCCESS) {
         epoch->next = allocator->spare_epochs;
         allocator->spare_epochs = epoch;
+        return NULL;
+    }
+    epoch->tick = tick;
+    return epoch;
+}
+
+void epoch_close(struct gpucache_allocator *allocator, struct stream_state *state)
+{
+    if (allocator->config->reuse == GPUCACHE_REUSE_CONSERVATIVE) {
+        synchronize_device_for_reuse(allocator);
         return;
     }
-    struct gpucache_fence *fence = epoch->fence;
+    struct epoch *epoch = fenced_epoch(allocator, state);
+    if (epoch == NULL)
+        return;
+    struct epoch fenced = *epoch;
     *epoch = state->open;
-    epoch->fence = fence;
-    epoch->tick = tick;
+    epoch->fence = fenced.fence;
+    epoch->tick = fenced.tick;
     memset(&state->open, 0, sizeof state->open);
     append_closed(allocator, state, epoch);
 }
@@ -228,24 +241,9 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
 bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
                              const struct lane_batch *batch)
 {
-    struct epoch *epoch = allocator->spare_epochs;
-    if (epoch != NULL)
-        allocator->spare_epochs = epoch->next;
-    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
+    struct epoch *epoch = fenced_epoch(allocator, &allocator->all_streams);
+    if (epoch == NULL)
         return false;
-    const struct gpucache_driver *driver = allocator->driver;
-    gpucache_result result = GPUCACHE_ERROR_NOT_READY;
-    uint64_t tick = allocator_next_tick(allocator); /* as in epoch_close */
-    int64_t timer = driver_timer_start();
-    if (!driver->capture_active(driver->context, allocator->device))
-        result = driver->fence_all_streams(driver->context, allocator->device, &epoch->fence);
-    driver_timer_stop(allocator, timer);
-    if (result != GPUCACHE_SUCCESS) {
-        epoch->next = allocator->spare_epochs;
-        allocator->spare_epochs = epoch;
-        return false;
-    }
-    epoch->tick = tick;
     epoch->last_free = ++allocator->free_sequence;
     epoch->first = batch->first;
     epoch->last = batch->last;
@@ -253,13 +251,10 @@ bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_
     epoch->front = front;
     epoch->front_key = batch->key;
     epoch->front_requested = batch->requested;
-    int64_t total = 0;
-    for (int pool = 0; pool < POOL_COUNT; pool++) {
+    for (int pool = 0; pool < POOL_COUNT; pool++)
         epoch->bytes[pool] = batch->bytes[pool];
-        total += (int64_t)batch->bytes[pool];
-    }
     stat_increase(&allocator->stats.pending_blocks, (int64_t)batch->count);
-    stat_increase(&allocator->stats.pending_bytes, total);
+    stat_increase(&allocator->stats.pending_bytes, (int64_t)epoch_bytes(epoch));
     append_closed(allocator, &allocator->all_streams, epoch);
     return true;
 }

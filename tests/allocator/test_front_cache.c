@@ -454,6 +454,13 @@ static void free_synchronously(struct fixture *f, uint64_t address)
                  GPUCACHE_SUCCESS);
 }
 
+/* `count` cuMemAlloc + cuMemFree pairs of 4 KiB on stream A. */
+static void synchronous_pairs(struct fixture *f, int count)
+{
+    for (int i = 0; i < count; i++)
+        free_synchronously(f, raw_alloc(f, 4 * KiB, STREAM_A));
+}
+
 Test(front_cache, a_lane_frees_synchronously_and_the_block_waits_for_every_stream)
 {
     struct fixture f;
@@ -545,14 +552,12 @@ Test(front_cache, repeated_synchronous_pairs_run_on_the_lanes_with_a_fence_per_6
 {
     struct fixture f;
     fixture_start(&f, NULL, 1 * GiB);
-    for (int i = 0; i < 2000; i++)
-        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    synchronous_pairs(&f, 2000);
     uint64_t hits_before, frees_before, hits, frees;
     gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees_before);
     uint64_t synchronous_before = lane_synchronous_frees(&f);
     int64_t closed_before = stats_of(&f).num_epochs_closed;
-    for (int i = 0; i < 6400; i++)
-        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    synchronous_pairs(&f, 6400);
     gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
     cr_assert_geq(hits - hits_before, 6000, "%llu of 6400 hits were a lane's",
                   (unsigned long long)(hits - hits_before));
@@ -698,16 +703,14 @@ Test(front_cache, a_lanes_batch_records_no_fence_during_a_capture)
 {
     struct fixture f;
     fixture_start(&f, NULL, 1 * GiB);
-    for (int i = 0; i < 2000; i++)
-        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    synchronous_pairs(&f, 2000);
     /* Every block back in A's front: the next 64 pairs are the lane's. */
     gpucache_allocator_synchronized(f.allocator, true, 0);
     uint64_t synchronous = lane_synchronous_frees(&f);
     unsigned long fences = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS);
     unsigned long queries = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
     accounting_driver_set_capture(f.driver, true);
-    for (int i = 0; i < 64; i++)
-        free_synchronously(&f, raw_alloc(&f, 4 * KiB, STREAM_A));
+    synchronous_pairs(&f, 64);
     cr_assert_eq(lane_synchronous_frees(&f) - synchronous, 64, "a batch's worth on the lane");
     cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS), fences);
     cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY), queries);
