@@ -257,9 +257,9 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
 /* Hands out the free block `block` (still in its tree) for a request,
  * splitting off the rest when PyTorch would. `lower_bound`: the block is
  * the first of its stream of at least `rounded` bytes in its tree. */
-static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struct block *block,
-                                     size_t size, size_t rounded, gpucache_stream stream,
-                                     bool lower_bound)
+static struct block *allocate_found_block(struct gpucache_allocator *allocator,
+                                          struct block *block, size_t size, size_t rounded,
+                                          gpucache_stream stream, bool lower_bound)
 {
     const struct gpucache_config *config = allocator->config;
     bool already_split = block_is_split(block);
@@ -322,7 +322,7 @@ static uint64_t allocate_found_block(struct gpucache_allocator *allocator, struc
     if ((uint64_t)bytes >= config->max_split_size)
         stat_increase(&stats->oversize_allocations, 1);
     emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size, stream);
-    return block->address;
+    return block;
 }
 
 /* A cached block for the request: this stream's own first, then one of
@@ -466,9 +466,62 @@ report_request_too_large(struct gpucache_allocator *allocator, size_t size, gpuc
 
 __attribute__((noinline)) static void query_fences_from_hit_path(struct gpucache_allocator *allocator)
 {
+    size_t closed = allocator->closed_epoch_count;
     allocator->completions_to_front = true;
     epochs_process_completed(allocator);
     allocator->completions_to_front = false;
+    /* Fences that complete long after they are recorded would otherwise
+     * cost a query per few hits: a query that finds nothing completed
+     * doubles the interval to the next, one that finds some resets it. */
+    unsigned backoff = allocator->closed_epoch_count < closed
+                           ? 0
+                           : ((allocator->query_backoff << 1) | 8u) & 63u;
+    __atomic_store_n(&allocator->query_backoff, backoff, __ATOMIC_RELAXED);
+}
+
+/* A block a front holds serves the request (malloc_locked's hit). */
+static uint64_t front_hit(struct gpucache_allocator *allocator, struct block *block, size_t size,
+                          enum pool_kind pool, gpucache_stream stream)
+{
+    /* A front hit is a lookup of the pool for garbage collection's ages, as
+     * the tree search it replaces was. */
+    if (allocator->gc_enabled)
+        allocator->pools[pool].gc_clock++;
+    emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size, stream);
+    return block->address;
+}
+
+/* While the front of `stream` waits for the fence of a batch of its lane's
+ * synchronous frees, a miss of a size it keeps is served without merging
+ * the fronts back: a flush would send every free after it down the
+ * ordinary path until the fronts filled again. A free block of the trees
+ * serves first, handed out by the front so that its free comes back
+ * through the lane; else, as the miss chain would before growing, the
+ * oldest epoch of synchronous frees is waited for, and the front's slot
+ * serves. False (nothing done) where the ordinary path must serve. */
+static bool malloc_beside_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
+                                enum pool_kind pool, gpucache_stream stream, uint64_t *address)
+{
+    struct front_cache *front = front_cache_awaiting_fence(allocator, stream, rounded | pool);
+    if (front == NULL)
+        return false;
+    struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
+    if (block != NULL) {
+        bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
+        struct front_peaks peaks;
+        front_cache_save_peaks(allocator, pool, &peaks);
+        block = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+        front_cache_hand_out(allocator, front, block, &peaks);
+        *address = block->address;
+        return true;
+    }
+    allocator->completions_to_front = true;
+    bool waited = epochs_wait_oldest(allocator, pool);
+    allocator->completions_to_front = false;
+    if (!waited || (block = front_cache_take(allocator, stream, rounded, pool, size)) == NULL)
+        return false;
+    *address = front_hit(allocator, block, size, pool, stream);
+    return true;
 }
 
 /* The allocation the front could not serve, under the lock: best fit, then
@@ -477,6 +530,8 @@ __attribute__((noinline)) static gpucache_result
 malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
                   enum pool_kind pool, gpucache_stream stream, uint64_t *address)
 {
+    if (malloc_beside_front(allocator, size, rounded, pool, stream, address))
+        return GPUCACHE_SUCCESS;
     /* Every other path sees the fronts' blocks as free blocks, and
      * statistics are exact again before any of them rises. */
     front_cache_flush(allocator);
@@ -489,7 +544,8 @@ malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t roun
     if (block != NULL) {
         /* A step of the chain may have failed before a later one succeeded. */
         result = GPUCACHE_SUCCESS;
-        *address = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+        *address =
+            allocate_found_block(allocator, block, size, rounded, stream, lower_bound)->address;
     }
     return result;
 }
@@ -506,23 +562,17 @@ malloc_locked(struct gpucache_allocator *allocator, size_t size, gpucache_stream
         result = report_request_too_large(allocator, size, stream);
     } else {
         /* Querying fences costs driver calls; a hit does not need the
-         * blocks they free, so only every 8th allocation asks (a miss
-         * always does). */
+         * blocks they free, so only every 8th allocation asks, or fewer
+         * (query_pace; a miss always does). */
         if (allocator->closed_epoch_count != 0 &&
-            (query_due || (allocator->mallocs_since_query++ & 7) == 0))
+            (query_due || (allocator->mallocs_since_query++ & query_pace(allocator)) == 0))
             query_fences_from_hit_path(allocator);
         size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
                                                    : size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;
         struct block *front = front_cache_take(allocator, stream, rounded, pool, size);
         if (front != NULL) {
-            /* A front hit is a lookup of the pool for garbage collection's
-             * ages, as the tree search it replaces was. */
-            if (allocator->gc_enabled)
-                allocator->pools[pool].gc_clock++;
-            emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, front->address, size, front->size,
-                             stream);
-            *address = front->address;
+            *address = front_hit(allocator, front, size, pool, stream);
             result = GPUCACHE_SUCCESS;
         } else {
             result = malloc_past_front(allocator, size, rounded, pool, stream, address);

@@ -255,10 +255,19 @@ struct front_cache {
      * (linked by list_next): BLOCK_FRONT, their allocation statistics
      * deferred like a slot's blocks', not yet counted pending. */
     struct lane_batch unfenced;
+    /* Its batches fenced and not yet completed: written under the
+     * allocator's lock, read by its lane (fenced_batches_add). */
+    uint32_t fenced_batches;
     /* The blocks it handed out, still allocated: address -> block. */
     struct handed_out_entry handed_out[FRONT_HANDED_OUT_SETS][2];
     uint32_t handed_out_count;
 };
+
+static inline void fenced_batches_add(struct front_cache *front, int amount)
+{
+    __atomic_store_n(&front->fenced_batches, front->fenced_batches + (uint32_t)amount,
+                     __ATOMIC_RELAXED);
+}
 
 struct block_store {
     struct block *free_list;
@@ -292,6 +301,9 @@ struct gpucache_allocator {
     size_t stream_capacity;
     size_t closed_epoch_count;
     unsigned mallocs_since_query; /* paces fence queries on the hit path */
+    /* Widens that pace while queries find nothing completed (query_pace);
+     * written under the lock, read by the lanes. */
+    unsigned query_backoff;
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
@@ -329,6 +341,13 @@ struct gpucache_allocator {
     gpucache_event_observer *observer;
     void *observer_context;
 };
+
+/* The mask of the hit path's fence queries: one allocation in (mask + 1)
+ * asks; every 8th, widening to every 64th while the fences run late. */
+static inline unsigned query_pace(const struct gpucache_allocator *allocator)
+{
+    return 7u | __atomic_load_n(&allocator->query_backoff, __ATOMIC_RELAXED);
+}
 
 /* The allocator's tick (reuse_epochs.c): written under its lock, read
  * without it by the lanes. */
@@ -680,14 +699,33 @@ static inline bool front_lane_free_synchronously(struct gpucache_allocator *allo
            front_lane_free_synchronously_in(
                allocator, &allocator->fronts[front_lane_hint % FRONT_STREAMS], address);
 }
+/* The front of `stream`, when it keeps blocks of `key` (size | pool) and
+ * waits for the fence of a batch of its lane's synchronous frees; else NULL.
+ * Under the allocator's lock. */
+struct front_cache *front_cache_awaiting_fence(struct gpucache_allocator *allocator,
+                                               gpucache_stream stream, uint64_t key);
+/* The peaks of the statistics the fronts defer decreases of, saved before
+ * an allocation that does not flush the fronts raises them as if none were
+ * deferred (front_cache_hand_out puts them right). */
+struct front_peaks {
+    int64_t peaks[3][2]; /* allocation, allocated_bytes, requested_bytes: all, the pool */
+};
+void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum pool_kind pool,
+                            struct front_peaks *saved);
+/* The ALLOCATED `block`, allocated from the trees beside `front` (see
+ * malloc_beside_front), is handed out by `front` where its map has room;
+ * the peaks saved before its allocation are raised to what the statistics
+ * read without the fronts' deferred decreases. Under the allocator's lock. */
+void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
+                          struct block *block, const struct front_peaks *saved);
 /* Fences the synchronous frees `front`'s lane served, as an epoch of every
  * stream; under the allocator's lock. */
 void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front);
 /* front_cache_fence_batch for every front. */
 void front_cache_fence_batches(struct gpucache_allocator *allocator);
 /* The blocks of a completed epoch of `front`'s lane (see struct epoch):
- * free for every stream now, they wait in its slots, or become free blocks
- * where the slots cannot take them; under the allocator's lock. */
+ * free for every stream now, they wait in its slots, however many; under
+ * the allocator's lock. */
 void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch);
 /* Lowers the pending statistics by `blocks` and `bytes`, their peaks first
  * raised to what they would read with the frees that wait unfenced in

@@ -262,6 +262,7 @@ static struct block *settle_synchronous_frees(struct gpucache_allocator *allocat
             continue;
         settle_synchronous_list(allocator, front, epoch->first);
         epoch->front = NULL;
+        fenced_batches_add(front, -1);
     }
     struct block *unfenced = front->unfenced.first;
     settle_synchronous_list(allocator, front, unfenced);
@@ -400,6 +401,15 @@ static struct front_cache *front_claim(struct gpucache_allocator *allocator,
     allocator->fronts_claimed |= (uint8_t)(1u << front->index);
     allocator->last_front = front;
     return front;
+}
+
+/* The slot of `key` in the front, or NULL; the front's lock held. */
+static struct front_slot *slot_for_key(struct front_cache *front, uint64_t key)
+{
+    for (int i = 0; i < FRONT_SIZES; i++)
+        if (front->slots[i].key == key)
+            return &front->slots[i];
+    return NULL;
 }
 
 /* The slot of `key` in the front, or an unused one claimed for it; NULL when
@@ -689,6 +699,66 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     return block;
 }
 
+struct front_cache *front_cache_awaiting_fence(struct gpucache_allocator *allocator,
+                                               gpucache_stream stream, uint64_t key)
+{
+    if (!allocator->lanes_free_synchronously || allocator->fronts_claimed == 0)
+        return NULL;
+    struct front_cache *front = front_find(allocator, stream);
+    if (front == NULL || front->fenced_batches == 0)
+        return NULL;
+    front_lock(front);
+    bool keeps = slot_for_key(front, key) != NULL;
+    front_unlock(front);
+    return keeps ? front : NULL;
+}
+
+/* The arrays of the statistics the fronts defer, and where each front
+ * keeps its deferred counts of them. */
+static struct gpucache_stat *deferred_array(struct gpucache_allocator *allocator, int which)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    return which == 0 ? stats->allocation : which == 1 ? stats->allocated_bytes
+                                                       : stats->requested_bytes;
+}
+
+static const size_t deferred_counters[3] = {
+    offsetof(struct front_cache, allocated_blocks),
+    offsetof(struct front_cache, allocated_bytes),
+    offsetof(struct front_cache, requested),
+};
+
+void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum pool_kind pool,
+                            struct front_peaks *saved)
+{
+    for (int which = 0; which < 3; which++) {
+        const struct gpucache_stat *array =
+            deferred_array((struct gpucache_allocator *)allocator, which);
+        saved->peaks[which][0] = array[GPUCACHE_STAT_ALL].peak;
+        saved->peaks[which][1] = array[stat_type_of(pool)].peak;
+    }
+}
+
+void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
+                          struct block *block, const struct front_peaks *saved)
+{
+    enum pool_kind pool = block->pool;
+    front_lock(front);
+    for (int which = 0; which < 3; which++) {
+        struct gpucache_stat *array = deferred_array(allocator, which);
+        array[GPUCACHE_STAT_ALL].peak = saved->peaks[which][0];
+        array[stat_type_of(pool)].peak = saved->peaks[which][1];
+        raise_peaks(allocator, front, array, pool, deferred_counters[which]);
+    }
+    struct handed_out_entry *entry = handed_out_room(front, block->address);
+    if (entry != NULL) {
+        block->state = BLOCK_FRONT;
+        block->front = front->index;
+        handed_out_fill(front, entry, block);
+    }
+    front_unlock(front);
+}
+
 /* ---- the lanes: the front's lock only */
 
 __thread uint8_t front_lane_hint __attribute__((tls_model("initial-exec")));
@@ -718,9 +788,11 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
     if (!front->used || front->stream != stream)
         goto done;
     /* Querying fences costs driver calls and needs the allocator's lock; a
-     * hit does not need the blocks they free, so only every 8th hit asks. */
+     * hit does not need the blocks they free, so only every 8th hit asks,
+     * or fewer (query_pace). */
+    unsigned pace = query_pace(allocator);
     if (__atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0 &&
-        (front->hits_since_query++ & 7) == 0) {
+        (front->hits_since_query++ & pace) == 0) {
         address = LANE_QUERY_DUE;
         goto done;
     }
@@ -745,9 +817,14 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
         address = block->address;
         break;
     }
-    /* A completed fence may refill the slot: the ordinary path asks. */
+    /* A completed fence may refill the slot: the ordinary path asks. While
+     * the front's own batches wait for their fences, the trees serve its
+     * misses (malloc_beside_front) and they ask at the hits' pace: a fence
+     * late by many pairs would otherwise cost a query per pair. */
     if (address == LANE_MISS &&
-        __atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0)
+        __atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0 &&
+        (__atomic_load_n(&front->fenced_batches, __ATOMIC_RELAXED) == 0 ||
+         (front->hits_since_query++ & pace) == 0))
         address = LANE_QUERY_DUE;
 done:
     front_unlock(front);
@@ -865,24 +942,27 @@ void front_cache_fence_batches(struct gpucache_allocator *allocator)
 
 void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch)
 {
+    /* Every block goes back to its slot, past the depth that caps a
+     * stream's own frees: these blocks are what the lane's synchronous
+     * frees circulate, enough of them to cover a fence's delay. They grew
+     * only from free blocks of the trees (malloc_beside_front), and any
+     * other miss flushes them back there. */
     struct front_cache *front = batch->front;
     struct block *list = batch->first;
-    struct block *to_free = NULL;
+    fenced_batches_add(front, -1);
     front_lock(front);
     if (batch->front_key != LANE_BATCH_MIXED) {
         /* One size, as a step's temporaries mostly are: the whole list goes
          * on top of its slot at once, as blocks freed on its stream (their
          * allocation statistics were deferred all along). */
         struct front_slot *slot = slot_claim(allocator, front, batch->front_key);
-        if (slot->count + batch->block_count <= FRONT_DEPTH) {
-            batch->last->list_next = slot->top;
-            slot->top = list;
-            slot->count += (uint32_t)batch->block_count;
-            front->blocks += batch->block_count;
-            counter_add(&front->requested[list->pool], batch->front_requested);
-            front_unlock(front);
-            return;
-        }
+        batch->last->list_next = slot->top;
+        slot->top = list;
+        slot->count += (uint32_t)batch->block_count;
+        front->blocks += batch->block_count;
+        counter_add(&front->requested[list->pool], batch->front_requested);
+        front_unlock(front);
+        return;
     }
     struct front_slot *slot = NULL; /* the previous block's */
     while (list != NULL) {
@@ -891,21 +971,9 @@ void front_cache_batch_completed(struct gpucache_allocator *allocator, const str
         uint64_t key = block->size | block->pool;
         if (slot == NULL || slot->key != key)
             slot = slot_claim(allocator, front, key);
-        if (slot->count < FRONT_DEPTH) {
-            slot_push(front, slot, block);
-        } else {
-            settle_synchronous_free(allocator, front, block);
-            block->list_next = to_free;
-            to_free = block;
-        }
+        slot_push(front, slot, block);
     }
     front_unlock(front);
-    while (to_free != NULL) {
-        struct block *block = to_free;
-        to_free = block->list_next;
-        block->list_next = NULL;
-        block_becomes_free(allocator, block);
-    }
 }
 
 void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t blocks,

@@ -249,6 +249,7 @@ bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_
     epoch->last = batch->last;
     epoch->block_count = batch->count;
     epoch->front = front;
+    fenced_batches_add(front, 1);
     epoch->front_key = batch->key;
     epoch->front_requested = batch->requested;
     for (int pool = 0; pool < POOL_COUNT; pool++)

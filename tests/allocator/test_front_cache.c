@@ -751,3 +751,101 @@ Test(front_cache, conservative_and_relaxed_modes_keep_their_synchronous_frees_of
     repeated_synchronous_pairs_in("reuse:conservative", true);
     repeated_synchronous_pairs_in("reuse:relaxed", false);
 }
+
+/* Misses beside a lane's fenced batch (malloc_beside_front): while the
+ * batch waits for its fence, the trees serve the stream's misses without a
+ * flush, and the lane keeps serving the frees. */
+
+/* Blocks handed out by A's lane, freed synchronously and fenced as a batch
+ * (a device synchronize beginning fences it): A's slot is dry. Returns how
+ * many, at least 32; `batch` receives them. */
+static int fence_a_lanes_batch(struct fixture *f, uint64_t batch[64])
+{
+    hand_out_through_the_lane(f, batch, 64, 0);
+    for (int i = 0; i < 64; i++)
+        free_synchronously(f, batch[i]);
+    int count = (int)lane_synchronous_frees(f);
+    cr_assert_geq(count, 32);
+    gpucache_allocator_sync_point(f->allocator);
+    return count;
+}
+
+Test(front_cache, a_miss_beside_a_lanes_fenced_batch_leaves_the_lane_serving)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t batch[64];
+    int count = fence_a_lanes_batch(&f, batch);
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    for (int round = 0; round < 100; round++) {
+        uint64_t a = raw_alloc(&f, 4 * KiB, STREAM_A);
+        for (int i = 0; i < 64; i++)
+            cr_assert_neq(a, batch[i], "the batch's fence has not completed");
+        free_synchronously(&f, a);
+    }
+    cr_assert_eq(lane_synchronous_frees(&f), (uint64_t)count + 100, "a miss flushed A's front");
+    /* The lane's own hits stay off while its batches wait: only the trees'
+     * blocks serve. */
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits, hits_before);
+    cr_assert_eq(reserved(&f), 2 * MiB, "the trees' free blocks serve: nothing grows");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* Once the trees hold no free block, the miss waits for the oldest batch,
+ * as the miss chain waits for synchronous frees before growing: the
+ * program waited for those frees in cuMemFree anyway. */
+Test(front_cache, a_miss_beside_a_lanes_batch_waits_for_it_rather_than_grow)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t batch[64];
+    int count = fence_a_lanes_batch(&f, batch);
+    synchronous_pairs(&f, 2000); /* 512 blocks of 4 KiB fill the small segment */
+    cr_assert_eq(lane_synchronous_frees(&f), (uint64_t)count + 2000, "a miss flushed A's front");
+    cr_assert_eq(reserved(&f), 2 * MiB);
+    cr_assert_gt(stats_of(&f).num_fence_waits, 0);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* The same program on the eager twin: the allocations beside the batch
+ * raise the allocation peaks as if no front deferred a decrease, while the
+ * live count climbs past its old peak. Fences are held on the front twin
+ * only, so its batch waits for the whole walk; requested and active bytes
+ * count pending blocks, which complete at other times on the two twins, so
+ * they are left out. */
+Test(front_cache, allocations_beside_a_lanes_batch_raise_the_peaks_they_pass)
+{
+    static struct twin t;
+    twin_start(&t);
+    accounting_driver_hold_fences(t.front.driver, true);
+    for (int i = 0; i < 64; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        twin_free(&t, i, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        twin_alloc(&t, i, 4 * KiB, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        twin_free_sync(&t, i);
+    uint64_t lane_frees = gpucache_allocator_lane_synchronous_frees(t.front.allocator);
+    gpucache_allocator_sync_point(t.front.allocator); /* fences what the lane took */
+    for (int i = 0; i < 100; i++) {
+        twin_alloc(&t, i, i % 3 == 0 ? 4 * KiB - 100 : 4 * KiB, STREAM_A);
+        if (i % 4 == 3)
+            twin_free_sync(&t, i - 1);
+    }
+    /* Read once at the end: reading statistics flushes the fronts. */
+    /* Most of the walk's frees took the lane (a few blocks found their
+     * handed-out set full): no miss flushed the front. */
+    cr_assert_gt(gpucache_allocator_lane_synchronous_frees(t.front.allocator), lane_frees + 15);
+    struct gpucache_stats x = stats_of(&t.front), y = stats_of(&t.eager);
+    for (int s = 0; s < GPUCACHE_STAT_TYPE_COUNT; s++) {
+        assert_same_stat("after the walk", "allocation", &x.allocation[s], &y.allocation[s]);
+        assert_same_stat("after the walk", "allocated_bytes", &x.allocated_bytes[s],
+                         &y.allocated_bytes[s]);
+    }
+    twin_close(&t);
+}

@@ -221,17 +221,38 @@ Test(reuse, a_destroyed_streams_blocks_serve_others_after_its_last_work)
     fixture_close(&f);
 }
 
-Test(reuse, hits_query_outstanding_fences_only_every_8th_allocation)
+static unsigned long pairs_of_4_kib_counting_queries(struct fixture *f, int pairs)
+{
+    unsigned long before = accounting_driver_calls(f->driver, ACCOUNTING_FENCE_QUERY);
+    for (int i = 0; i < pairs; i++)
+        free_on(f, alloc(f, 4 * KiB), 0);
+    return accounting_driver_calls(f->driver, ACCOUNTING_FENCE_QUERY) - before;
+}
+
+/* Hits ask about outstanding fences every 8th allocation; each query that
+ * finds nothing completed doubles the interval, up to every 64th, and one
+ * that finds a fence completed brings it back to every 8th. */
+Test(reuse, hits_query_outstanding_fences_every_8th_allocation_and_fewer_while_none_completes)
 {
     struct fixture f;
     open_held(&f);
     free_sync(&f, alloc(&f, 12 * MiB));
     uint64_t small = alloc(&f, 4 * KiB); /* a miss: closes the epoch */
+    uint64_t kept = alloc(&f, 4 * KiB);
     free_on(&f, small, 0);
-    unsigned long before = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
-    for (int i = 0; i < 16; i++)
-        free_on(&f, alloc(&f, 4 * KiB), 0);
-    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY) - before, 2);
+    /* One hit in 8, then 16, 32 and 64 ask: 4, where every 8th would be 16. */
+    cr_assert_eq(pairs_of_4_kib_counting_queries(&f, 128), 4);
+    accounting_driver_complete_all(f.driver);
+    /* The next to ask finds the fence completed: nothing is left to ask
+     * about. */
+    cr_assert_eq(pairs_of_4_kib_counting_queries(&f, 64), 1);
+    /* A new outstanding fence: the large miss closes the epoch of `kept`
+     * (no wait, as it holds no large bytes) and flushes the fronts. */
+    free_sync(&f, kept);
+    alloc(&f, 40 * MiB);
+    free_on(&f, alloc(&f, 4 * KiB), 0);
+    /* One in 8 again, then 16, 32 and 64: 4, where one in 64 would be 1. */
+    cr_assert_eq(pairs_of_4_kib_counting_queries(&f, 64), 4);
     fixture_close(&f);
 }
 
