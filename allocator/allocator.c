@@ -657,10 +657,8 @@ free_past_lanes(struct gpucache_allocator *allocator, uint64_t address,
         stream == block->stream && front_cache_put(allocator, block)) {
         /* Reusable at once on its own stream: the events of a same-stream
          * free, while the statistics wait for the flush. */
-        emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
-                         block->requested_size, block->size, block->stream);
-        emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
-                   block->requested_size, block->stream);
+        emit_free_at_once(allocator, block->address, block->requested_size, block->size,
+                          block->stream);
     } else {
         result = free_locked(allocator, address, block, kind, stream);
     }

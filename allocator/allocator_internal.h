@@ -373,6 +373,18 @@ static inline void emit_block_event(struct gpucache_allocator *allocator,
         observe_event(allocator, action, address, size, block_size, stream);
 }
 
+/* Both events of a free that completes at once (free_requested, then
+ * free_completed), in one call. */
+void observe_free_at_once(struct gpucache_allocator *allocator, uint64_t address, uint64_t size,
+                          uint64_t block_size, gpucache_stream stream);
+
+static inline void emit_free_at_once(struct gpucache_allocator *allocator, uint64_t address,
+                                     uint64_t size, uint64_t block_size, gpucache_stream stream)
+{
+    if (__builtin_expect(allocator->observer != NULL, 0))
+        observe_free_at_once(allocator, address, size, block_size, stream);
+}
+
 static inline void emit_event(struct gpucache_allocator *allocator,
                               enum gpucache_event_action action, uint64_t address, uint64_t size,
                               gpucache_stream stream)

@@ -89,6 +89,38 @@ void observe_event(struct gpucache_allocator *allocator, enum gpucache_event_act
     observe_event_slowly(allocator, action, address, size, block_size, stream);
 }
 
+/* The event is built once and only its time, action and block size change
+ * for the second call: the pair costs little more than one event. */
+void observe_free_at_once(struct gpucache_allocator *allocator, uint64_t address, uint64_t size,
+                          uint64_t block_size, gpucache_stream stream)
+{
+#if defined(__x86_64__)
+    uint32_t thread = fast_thread_id;
+    if (__builtin_expect(thread != 0, 1)) {
+        struct gpucache_event event;
+        event.time_ns = __builtin_ia32_rdtsc();
+        event.address = address;
+        event.size = size;
+        event.stream = (uint64_t)stream;
+        event.block_size = block_size;
+        event.stack = 0;
+        event.thread = thread;
+        event.device = (int16_t)allocator->device;
+        event.action = (uint8_t)GPUCACHE_EVENT_FREE_REQUESTED;
+        event.reserved = GPUCACHE_EVENT_TICKS;
+        allocator->observer(allocator->observer_context, &event);
+        event.time_ns = __builtin_ia32_rdtsc();
+        event.block_size = 0;
+        event.action = (uint8_t)GPUCACHE_EVENT_FREE_COMPLETED;
+        allocator->observer(allocator->observer_context, &event);
+        return;
+    }
+#endif
+    observe_event_slowly(allocator, GPUCACHE_EVENT_FREE_REQUESTED, address, size, block_size,
+                         stream);
+    observe_event_slowly(allocator, GPUCACHE_EVENT_FREE_COMPLETED, address, size, 0, stream);
+}
+
 static int64_t monotonic_ns(void)
 {
     struct timespec now;

@@ -853,10 +853,8 @@ bool front_lane_put_in(struct gpucache_allocator *allocator, struct front_cache 
     block->free_tick = __atomic_load_n(&allocator->tick, __ATOMIC_ACQUIRE) + 1;
     front_push(front, slot, block);
     front->lane_frees++;
-    emit_block_event(allocator, GPUCACHE_EVENT_FREE_REQUESTED, block->address,
-                     block->requested_size, block->size, block->stream);
-    emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address, block->requested_size,
-               block->stream);
+    emit_free_at_once(allocator, block->address, block->requested_size, block->size,
+                      block->stream);
     taken = true;
 done:
     front_unlock(front);
