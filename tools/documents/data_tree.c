@@ -60,17 +60,25 @@ static struct data_value **items_new(struct data_document *document, size_t coun
     return fresh->items;
 }
 
+/* Out of line: data_new, once per value of a document, then saves no
+ * registers for the call. */
+static __attribute__((noinline)) struct data_chunk *chunk_new(struct data_document *document)
+{
+    struct data_chunk *chunk = malloc(sizeof *chunk);
+    if (!chunk)
+        return NULL;
+    chunk->next = document->chunks;
+    chunk->used = 0;
+    document->chunks = chunk;
+    return chunk;
+}
+
 struct data_value *data_new(struct data_document *document, enum data_kind kind)
 {
     struct data_chunk *chunk = document->chunks;
-    if (!chunk || chunk->used == CHUNK_VALUES) {
-        chunk = malloc(sizeof *chunk);
-        if (!chunk)
-            return NULL;
-        chunk->next = document->chunks;
-        chunk->used = 0;
-        document->chunks = chunk;
-    }
+    if (__builtin_expect(!chunk || chunk->used == CHUNK_VALUES, 0) &&
+        !(chunk = chunk_new(document)))
+        return NULL;
     struct data_value *value = &chunk->values[chunk->used++];
     memset(value, 0, sizeof *value);
     value->kind = kind;
