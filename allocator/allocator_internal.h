@@ -278,7 +278,28 @@ struct block_store {
 };
 
 struct gpucache_allocator {
-    pthread_mutex_t mutex;
+    /* Read by every lane call and written only at creation or by calls
+     * that change the configuration: a cache line of their own, so that
+     * writes under the lock do not take it from the cores of the lanes'
+     * threads. */
+    _Alignas(64) bool gc_enabled;
+    bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
+    /* The lanes serve synchronous frees: reuse fenced in epochs (neither
+     * conservative nor relaxed). */
+    bool lanes_free_synchronously;
+    /* Event observer (gpucache_allocator_set_observer); NULL: none. */
+    gpucache_event_observer *observer;
+    void *observer_context;
+
+    /* Read by the lanes, written under the lock at fences, completions and
+     * the hit path's queries: a line of their own too. */
+    _Alignas(64) uint64_t tick;
+    size_t closed_epoch_count;
+    /* Widens the hit path's query pace while queries find nothing
+     * completed (query_pace). */
+    unsigned query_backoff;
+
+    _Alignas(64) pthread_mutex_t mutex;
     const struct gpucache_config *config;
     const struct gpucache_driver *driver;
     int device;
@@ -290,7 +311,7 @@ struct gpucache_allocator {
     struct block_store store;
 
     /* Reuse safety. */
-    uint64_t tick;
+    unsigned mallocs_since_query; /* paces fence queries on the hit path */
     /* Counts frees that wait in epochs, so that a synchronize the program
      * made while other threads freed completes only the frees before it. */
     uint64_t free_sequence;
@@ -299,18 +320,12 @@ struct gpucache_allocator {
     struct stream_state **streams; /* per-stream states, incl. STREAM_RETIRED */
     size_t stream_count;
     size_t stream_capacity;
-    size_t closed_epoch_count;
-    unsigned mallocs_since_query; /* paces fence queries on the hit path */
-    /* Widens that pace while queries find nothing completed (query_pace);
-     * written under the lock, read by the lanes. */
-    unsigned query_backoff;
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
 
     /* Limits resolved at the first growth (resolve_memory_limits in
      * allocator.c), when the device's context can be asked its size. */
     uint64_t allowed_memory_maximum; /* UINT64_MAX: no per-process fraction */
-    bool gc_enabled;
     bool memory_limits_known;
     bool capacity_error_reported;
 
@@ -332,14 +347,6 @@ struct gpucache_allocator {
      * free wait in fronts then. Anywhere else (the miss chain above all)
      * they must go to the free trees, where the caller looks next. */
     bool completions_to_front;
-    bool rounds_plainly; /* size_policy_rounds_plainly, asked once */
-    /* The lanes serve synchronous frees: reuse fenced in epochs (neither
-     * conservative nor relaxed). */
-    bool lanes_free_synchronously;
-
-    /* Event observer (gpucache_allocator_set_observer); NULL: none. */
-    gpucache_event_observer *observer;
-    void *observer_context;
 };
 
 /* The mask of the hit path's fence queries: one allocation in (mask + 1)
@@ -724,6 +731,11 @@ struct front_peaks {
 };
 void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved);
+/* A block of `pool` was allocated from the trees while fronts defer
+ * decreases: the peaks saved before are raised to what the statistics
+ * read without those. Under the allocator's lock. */
+void front_cache_allocated_beside(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                  const struct front_peaks *saved);
 /* The ALLOCATED `block`, allocated from the trees beside `front` (see
  * malloc_beside_front), is handed out by `front` where its map has room;
  * the peaks saved before its allocation are raised to what the statistics

@@ -519,11 +519,12 @@ _Static_assert(offsetof(struct front_cache, requested_floor) ==
  * lane's hit, which ends a deferred decrease, could raise what the
  * statistics would read past the peak. Raises the peaks of the `all` and
  * `pool` slots of `array` to that reading (the deferred counts at
- * `counters`), then sets the floors of those counts: every front's at its
- * count now, but `held`'s, the front being served, below its count by the
- * room left under the peaks. A hit that keeps its front's counts at or
- * above their floors then keeps the reading at or below the peaks; one that
- * would not takes this path again. Every front's lock is held across the
+ * `counters`), then sets the floors of those counts: every front's below
+ * its count now by a share of the room left under the peaks (`held`'s, the
+ * front being served, by the rest), so that the shares add up to the
+ * room. A hit that keeps its front's counts at or above their floors then
+ * keeps the reading at or below the peaks; one that would not takes this
+ * path again. Every front's lock is held across the
  * reading and the setting, so no lane's hit falls between them. */
 static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocator *allocator,
                                                          struct front_cache *held,
@@ -543,6 +544,12 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
         if (stats[i]->peak - reading < room)
             room = stats[i]->peak - reading;
     }
+    /* Each front gets a share of the room, the one served the rest: with
+     * the whole room to one front, every other front's next hit would take
+     * this path, and threads on two streams would send each other here
+     * turn by turn. */
+    int64_t share = room / __builtin_popcount(claimed);
+    int64_t held_share = room - share * (__builtin_popcount(claimed) - 1);
     for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
         struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
         const int64_t *counts = (const int64_t *)(const void *)((const char *)front + counters);
@@ -550,8 +557,8 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
         for (int p = 0; p < POOL_COUNT; p++)
             floors[p] = counts[p];
         front->floored = true;
-        if (front == held)
-            floors[pool] = counts[pool] > room ? counts[pool] - room : 0;
+        int64_t spend = front == held ? held_share : share;
+        floors[pool] = counts[pool] > spend ? counts[pool] - spend : 0;
     }
     unlock_fronts(allocator, claimed, held);
 }
@@ -739,17 +746,31 @@ void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum poo
     }
 }
 
-void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
-                          struct block *block, const struct front_peaks *saved)
+/* The peaks `saved` put back, then raised to what the statistics read
+ * without the fronts' deferred decreases (`held`: a front whose lock the
+ * caller holds, which the floors then favour, or NULL). */
+static void put_peaks_right(struct gpucache_allocator *allocator, struct front_cache *held,
+                            enum pool_kind pool, const struct front_peaks *saved)
 {
-    enum pool_kind pool = block->pool;
-    front_lock(front);
     for (int which = 0; which < 3; which++) {
         struct gpucache_stat *array = deferred_array(allocator, which);
         array[GPUCACHE_STAT_ALL].peak = saved->peaks[which][0];
         array[stat_type_of(pool)].peak = saved->peaks[which][1];
-        raise_peaks(allocator, front, array, pool, deferred_counters[which]);
+        raise_peaks(allocator, held, array, pool, deferred_counters[which]);
     }
+}
+
+void front_cache_allocated_beside(struct gpucache_allocator *allocator, enum pool_kind pool,
+                                  const struct front_peaks *saved)
+{
+    put_peaks_right(allocator, NULL, pool, saved);
+}
+
+void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
+                          struct block *block, const struct front_peaks *saved)
+{
+    front_lock(front);
+    put_peaks_right(allocator, front, block->pool, saved);
     struct handed_out_entry *entry = handed_out_room(front, block->address);
     if (entry != NULL) {
         block->state = BLOCK_FRONT;

@@ -849,3 +849,51 @@ Test(front_cache, allocations_beside_a_lanes_batch_raise_the_peaks_they_pass)
     }
     twin_close(&t);
 }
+
+/* A miss the trees serve merges back only its own stream's front: another
+ * stream's blocks wait on in its front, and its lane goes on serving. */
+Test(front_cache, a_miss_on_one_stream_leaves_another_streams_front_serving)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    uint64_t a = raw_alloc(&f, 4 * KiB, STREAM_A);
+    raw_free(&f, raw_alloc(&f, 64 * KiB, STREAM_B), STREAM_B); /* carves B's free run */
+    raw_free(&f, a, STREAM_A);
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    raw_alloc(&f, 8 * KiB, STREAM_B); /* a miss, served by B's free run */
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "A's front kept its block");
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "A's lane served the hit");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* cuMemFree pairs on two streams in turn: the floors a hit under the lock
+ * sets share the room under the peaks among the fronts, so neither
+ * stream's lane is sent to the lock by the other's hits. */
+Test(front_cache, synchronous_pairs_on_two_streams_in_turn_stay_on_their_lanes)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    /* Each stream's front first fills with blocks freed on the stream. */
+    gpucache_stream streams[2] = {STREAM_A, STREAM_B};
+    for (int s = 0; s < 2; s++) {
+        uint64_t blocks[64];
+        for (int i = 0; i < 64; i++)
+            blocks[i] = raw_alloc(&f, 4 * KiB, streams[s]);
+        for (int i = 0; i < 64; i++)
+            raw_free(&f, blocks[i], streams[s]);
+    }
+    for (int i = 0; i < 4000; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, streams[i % 2]));
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    for (int i = 0; i < 6400; i++)
+        free_synchronously(&f, raw_alloc(&f, 4 * KiB, streams[i % 2]));
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_geq(hits - hits_before, 5000, "%llu of 6400 hits were a lane's",
+                  (unsigned long long)(hits - hits_before));
+    fixture_check(&f);
+    fixture_close(&f);
+}
