@@ -20,15 +20,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
     if (allocator == NULL)
         return NULL;
     memset(allocator, 0, bytes);
-    /* Adaptive: the lanes' threads take the lock for a few hundred
-     * nanoseconds per 64 pairs each, and a waiter that sleeps in the kernel
-     * for that costs microseconds (4,282 context switches in a run of two
-     * threads' cuMemFree pairs; 231 adaptive). */
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-    int rc = pthread_mutex_init(&allocator->mutex, &attr);
-    pthread_mutexattr_destroy(&attr);
+    int rc = pthread_mutex_init(&allocator->mutex, NULL);
     if (rc != 0) {
         free(allocator);
         return NULL;
@@ -266,7 +258,8 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
 /* Hands out the free block `block` (still in its tree) for a request,
  * splitting off the rest when PyTorch would. `lower_bound`: the block is
  * the first of its stream of at least `rounded` bytes in its tree. */
-static struct block *allocate_found_block(struct gpucache_allocator *allocator,
+static inline __attribute__((always_inline)) struct block *
+allocate_found_block(struct gpucache_allocator *allocator,
                                           struct block *block, size_t size, size_t rounded,
                                           gpucache_stream stream, bool lower_bound)
 {
@@ -464,6 +457,18 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
     return NULL;
 }
 
+void allocator_lock_slowly(struct gpucache_allocator *allocator)
+{
+    for (int spins = 0; spins < 200; spins++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (pthread_mutex_trylock(&allocator->mutex) == 0)
+            return;
+    }
+    pthread_mutex_lock(&allocator->mutex);
+}
+
 /* Out of line, so that the front's hit saves no registers for the rest. */
 __attribute__((noinline)) static gpucache_result
 report_request_too_large(struct gpucache_allocator *allocator, size_t size, gpucache_stream stream)
@@ -508,11 +513,11 @@ static uint64_t front_hit(struct gpucache_allocator *allocator, struct block *bl
  * through the lane; else, as the miss chain would before growing, the
  * oldest epoch of synchronous frees is waited for, and the front's slot
  * serves. False (nothing done) where the ordinary path must serve. */
-static bool malloc_beside_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
-                                enum pool_kind pool, gpucache_stream stream, uint64_t *address)
+static bool malloc_beside_front(struct gpucache_allocator *allocator, struct front_cache *front,
+                                size_t size, size_t rounded, enum pool_kind pool,
+                                gpucache_stream stream, uint64_t *address)
 {
-    struct front_cache *front = front_cache_awaiting_fence(allocator, stream, rounded | pool);
-    if (front == NULL)
+    if (!front_cache_awaits_fence(allocator, front, rounded | pool))
         return false;
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     if (block != NULL) {
@@ -539,16 +544,19 @@ __attribute__((noinline)) static gpucache_result
 malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
                   enum pool_kind pool, gpucache_stream stream, uint64_t *address)
 {
-    if (malloc_beside_front(allocator, size, rounded, pool, stream, address))
+    struct front_cache *own = front_cache_of_stream(allocator, stream);
+    if (own != NULL && __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) != 0 &&
+        malloc_beside_front(allocator, own, size, rounded, pool, stream, address))
         return GPUCACHE_SUCCESS;
-    /* The stream's own front merges back, so that the best fit sees its
-     * blocks; other streams' fronts hold nothing this stream may take
-     * before a fence, and flushing them would send their threads' pairs
-     * down this path too. */
-    front_cache_flush_stream(allocator, stream);
+    /* With other streams' fronts claimed, the stream's own front alone
+     * merges back, so that the best fit sees its blocks: the others hold
+     * nothing this stream may take before a fence, and flushing them would
+     * send their threads' pairs down this path too. */
+    unsigned others = allocator->fronts_claimed & ~(own != NULL ? 1u << own->index : 0u);
     struct block *block;
-    if (allocator->fronts_claimed != 0 &&
-        (block = free_blocks_best_fit(allocator, pool, stream, rounded)) != NULL) {
+    if (others != 0 && own != NULL)
+        front_cache_release(allocator, own);
+    if (others != 0 && (block = free_blocks_best_fit(allocator, pool, stream, rounded)) != NULL) {
         bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
         struct front_peaks peaks;
         front_cache_save_peaks(allocator, pool, &peaks);
@@ -581,7 +589,7 @@ __attribute__((noinline)) static gpucache_result
 malloc_locked(struct gpucache_allocator *allocator, size_t size, gpucache_stream stream,
               uint64_t *address, bool query_due)
 {
-    pthread_mutex_lock(&allocator->mutex);
+    allocator_lock(allocator);
     gpucache_result result;
     if (size > ALLOCATION_HARD_LIMIT) {
         result = report_request_too_large(allocator, size, stream);
@@ -670,7 +678,7 @@ __attribute__((noinline)) static gpucache_result
 free_past_lanes(struct gpucache_allocator *allocator, uint64_t address,
                 enum gpucache_free_kind kind, gpucache_stream stream)
 {
-    pthread_mutex_lock(&allocator->mutex);
+    allocator_lock(allocator);
     struct block *block = block_map_find(&allocator->allocated, address);
     /* A front's block is allocated when the front handed it out (it leaves
      * the front now); waiting in a slot, it was freed already. */

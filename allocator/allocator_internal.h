@@ -349,6 +349,18 @@ struct gpucache_allocator {
     bool completions_to_front;
 };
 
+/* The allocator's lock where the lanes' threads take it (their misses,
+ * fences and queries): held for a few hundred nanoseconds, so a waiter
+ * spins first; one that sleeps in the kernel at once costs microseconds
+ * (4,282 context switches in a run of two threads' cuMemFree pairs, 231
+ * spinning). A plain mutex still, so that its unlock stays the cheapest. */
+void allocator_lock_slowly(struct gpucache_allocator *allocator);
+static inline void allocator_lock(struct gpucache_allocator *allocator)
+{
+    if (__builtin_expect(pthread_mutex_trylock(&allocator->mutex) != 0, 0))
+        allocator_lock_slowly(allocator);
+}
+
 /* The mask of the hit path's fence queries: one allocation in (mask + 1)
  * asks; every 8th, widening to every 64th while the fences run late. */
 static inline unsigned query_pace(const struct gpucache_allocator *allocator)
@@ -718,11 +730,26 @@ static inline bool front_lane_free_synchronously(struct gpucache_allocator *allo
            front_lane_free_synchronously_in(
                allocator, &allocator->fronts[front_lane_hint % FRONT_STREAMS], address);
 }
-/* The front of `stream`, when it keeps blocks of `key` (size | pool) and
- * waits for the fence of a batch of its lane's synchronous frees; else NULL.
- * Under the allocator's lock. */
-struct front_cache *front_cache_awaiting_fence(struct gpucache_allocator *allocator,
-                                               gpucache_stream stream, uint64_t key);
+/* The front `stream` claimed, or NULL. Under the allocator's lock. */
+struct front_cache *front_cache_of_stream_slowly(struct gpucache_allocator *allocator,
+                                                 gpucache_stream stream);
+static inline struct front_cache *front_cache_of_stream(struct gpucache_allocator *allocator,
+                                                        gpucache_stream stream)
+{
+    /* last_front is NULL or a front in use. */
+    struct front_cache *last = allocator->last_front;
+    if (last != NULL && last->stream == stream)
+        return last;
+    return allocator->fronts_claimed != 0 ? front_cache_of_stream_slowly(allocator, stream)
+                                          : NULL;
+}
+/* Whether `front` keeps blocks of `key` (size | pool) and waits for the
+ * fence of a batch of its lane's synchronous frees. Under the allocator's
+ * lock. */
+bool front_cache_awaits_fence(struct gpucache_allocator *allocator, struct front_cache *front,
+                              uint64_t key);
+/* Frees and merges back `front` alone. Under the allocator's lock. */
+void front_cache_release(struct gpucache_allocator *allocator, struct front_cache *front);
 /* The peaks of the statistics the fronts defer decreases of, saved before
  * an allocation that does not flush the fronts raises them as if none were
  * deferred (front_cache_hand_out puts them right). */

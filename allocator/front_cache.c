@@ -287,7 +287,8 @@ static struct block *release_front_locked(struct gpucache_allocator *allocator,
     __atomic_store_n(&front->used, false, __ATOMIC_RELAXED);
     front->next_victim = 0;
     front->hits_since_query = 0;
-    allocator->fronts_claimed &= (uint8_t)~(1u << front->index);
+    __atomic_store_n(&allocator->fronts_claimed,
+                     (uint8_t)(allocator->fronts_claimed & ~(1u << front->index)), __ATOMIC_RELAXED);
     if (allocator->last_front == front)
         allocator->last_front = NULL;
     return unfenced;
@@ -398,7 +399,8 @@ static struct front_cache *front_claim(struct gpucache_allocator *allocator,
     __atomic_store_n(&front->stream, stream, __ATOMIC_RELAXED);
     __atomic_store_n(&front->used, true, __ATOMIC_RELAXED);
     front_unlock(front);
-    allocator->fronts_claimed |= (uint8_t)(1u << front->index);
+    __atomic_store_n(&allocator->fronts_claimed,
+                     (uint8_t)(allocator->fronts_claimed | 1u << front->index), __ATOMIC_RELAXED);
     allocator->last_front = front;
     return front;
 }
@@ -706,18 +708,26 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     return block;
 }
 
-struct front_cache *front_cache_awaiting_fence(struct gpucache_allocator *allocator,
-                                               gpucache_stream stream, uint64_t key)
+struct front_cache *front_cache_of_stream_slowly(struct gpucache_allocator *allocator,
+                                                 gpucache_stream stream)
 {
-    if (!allocator->lanes_free_synchronously || allocator->fronts_claimed == 0)
-        return NULL;
-    struct front_cache *front = front_find(allocator, stream);
-    if (front == NULL || front->fenced_batches == 0)
-        return NULL;
+    return front_find(allocator, stream);
+}
+
+bool front_cache_awaits_fence(struct gpucache_allocator *allocator, struct front_cache *front,
+                              uint64_t key)
+{
+    if (!allocator->lanes_free_synchronously || front->fenced_batches == 0)
+        return false;
     front_lock(front);
     bool keeps = slot_for_key(front, key) != NULL;
     front_unlock(front);
-    return keeps ? front : NULL;
+    return keeps;
+}
+
+void front_cache_release(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    release_front(allocator, front);
 }
 
 /* The arrays of the statistics the fronts defer, and where each front
@@ -787,7 +797,11 @@ __thread uint8_t front_lane_hint __attribute__((tls_model("initial-exec")));
 struct front_cache *front_lane_find_other(struct gpucache_allocator *allocator,
                                           gpucache_stream stream)
 {
-    for (int i = 0; i < FRONT_STREAMS; i++) {
+    /* Only the claimed fronts: a claim this load misses makes a lane miss,
+     * which the ordinary path serves. */
+    for (unsigned claimed = __atomic_load_n(&allocator->fronts_claimed, __ATOMIC_RELAXED);
+         claimed != 0; claimed &= claimed - 1) {
+        int i = __builtin_ctz(claimed);
         struct front_cache *front = &allocator->fronts[i];
         if (__atomic_load_n(&front->stream, __ATOMIC_RELAXED) == stream &&
             __atomic_load_n(&front->used, __ATOMIC_RELAXED)) {
@@ -887,7 +901,7 @@ done:
 static __attribute__((noinline)) void fence_batch_locked(struct gpucache_allocator *allocator,
                                                          struct front_cache *front)
 {
-    pthread_mutex_lock(&allocator->mutex);
+    allocator_lock(allocator);
     front_cache_fence_batch(allocator, front);
     pthread_mutex_unlock(&allocator->mutex);
 }
