@@ -62,6 +62,26 @@ static __attribute__((noinline)) void observe_event_slowly(
     allocator->observer(allocator->observer_context, &event);
 }
 
+#if defined(__x86_64__)
+/* Every field, stamped with the TSC: nothing is zeroed first. */
+static inline __attribute__((always_inline)) void
+fill_event(struct gpucache_event *event, const struct gpucache_allocator *allocator,
+           uint32_t thread, enum gpucache_event_action action, uint64_t address, uint64_t size,
+           uint64_t block_size, gpucache_stream stream)
+{
+    event->time_ns = __builtin_ia32_rdtsc();
+    event->address = address;
+    event->size = size;
+    event->stream = (uint64_t)stream;
+    event->block_size = block_size;
+    event->stack = 0;
+    event->thread = thread;
+    event->device = (int16_t)allocator->device;
+    event->action = (uint8_t)action;
+    event->reserved = GPUCACHE_EVENT_TICKS;
+}
+#endif
+
 /* With the TSC and the thread's id known, an event is a dozen stores and
  * the observer's call: nothing here calls out, so no register is saved,
  * and every field is written so nothing is zeroed first. */
@@ -72,16 +92,7 @@ void observe_event(struct gpucache_allocator *allocator, enum gpucache_event_act
     uint32_t thread = fast_thread_id;
     if (__builtin_expect(thread != 0, 1)) {
         struct gpucache_event event;
-        event.time_ns = __builtin_ia32_rdtsc();
-        event.address = address;
-        event.size = size;
-        event.stream = (uint64_t)stream;
-        event.block_size = block_size;
-        event.stack = 0;
-        event.thread = thread;
-        event.device = (int16_t)allocator->device;
-        event.action = (uint8_t)action;
-        event.reserved = GPUCACHE_EVENT_TICKS;
+        fill_event(&event, allocator, thread, action, address, size, block_size, stream);
         allocator->observer(allocator->observer_context, &event);
         return;
     }
@@ -98,16 +109,8 @@ void observe_free_at_once(struct gpucache_allocator *allocator, uint64_t address
     uint32_t thread = fast_thread_id;
     if (__builtin_expect(thread != 0, 1)) {
         struct gpucache_event event;
-        event.time_ns = __builtin_ia32_rdtsc();
-        event.address = address;
-        event.size = size;
-        event.stream = (uint64_t)stream;
-        event.block_size = block_size;
-        event.stack = 0;
-        event.thread = thread;
-        event.device = (int16_t)allocator->device;
-        event.action = (uint8_t)GPUCACHE_EVENT_FREE_REQUESTED;
-        event.reserved = GPUCACHE_EVENT_TICKS;
+        fill_event(&event, allocator, thread, GPUCACHE_EVENT_FREE_REQUESTED, address, size,
+                   block_size, stream);
         allocator->observer(allocator->observer_context, &event);
         event.time_ns = __builtin_ia32_rdtsc();
         event.block_size = 0;
