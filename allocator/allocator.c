@@ -20,8 +20,7 @@ struct gpucache_allocator *gpucache_allocator_create(const struct gpucache_confi
     if (allocator == NULL)
         return NULL;
     memset(allocator, 0, bytes);
-    int rc = pthread_mutex_init(&allocator->mutex, NULL);
-    if (rc != 0) {
+    if (pthread_mutex_init(&allocator->mutex, NULL) != 0) {
         free(allocator);
         return NULL;
     }
@@ -259,9 +258,8 @@ void coalesce_free_blocks(struct gpucache_allocator *allocator)
  * splitting off the rest when PyTorch would. `lower_bound`: the block is
  * the first of its stream of at least `rounded` bytes in its tree. */
 static inline __attribute__((always_inline)) struct block *
-allocate_found_block(struct gpucache_allocator *allocator,
-                                          struct block *block, size_t size, size_t rounded,
-                                          gpucache_stream stream, bool lower_bound)
+allocate_found_block(struct gpucache_allocator *allocator, struct block *block, size_t size,
+                     size_t rounded, gpucache_stream stream, bool lower_bound)
 {
     const struct gpucache_config *config = allocator->config;
     bool already_split = block_is_split(block);

@@ -756,7 +756,7 @@ void front_cache_release(struct gpucache_allocator *allocator, struct front_cach
 struct front_peaks {
     int64_t peaks[3][2]; /* allocation, allocated_bytes, requested_bytes: all, the pool */
 };
-void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum pool_kind pool,
+void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved);
 /* A block of `pool` was allocated from the trees while fronts defer
  * decreases: the peaks saved before are raised to what the statistics

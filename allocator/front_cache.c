@@ -745,12 +745,11 @@ static const size_t deferred_counters[3] = {
     offsetof(struct front_cache, requested),
 };
 
-void front_cache_save_peaks(const struct gpucache_allocator *allocator, enum pool_kind pool,
+void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved)
 {
     for (int which = 0; which < 3; which++) {
-        const struct gpucache_stat *array =
-            deferred_array((struct gpucache_allocator *)allocator, which);
+        const struct gpucache_stat *array = deferred_array(allocator, which);
         saved->peaks[which][0] = array[GPUCACHE_STAT_ALL].peak;
         saved->peaks[which][1] = array[stat_type_of(pool)].peak;
     }
@@ -978,8 +977,9 @@ void front_cache_batch_completed(struct gpucache_allocator *allocator, const str
     /* Every block goes back to its slot, past the depth that caps a
      * stream's own frees: these blocks are what the lane's synchronous
      * frees circulate, enough of them to cover a fence's delay. They grew
-     * only from free blocks of the trees (malloc_beside_front), and any
-     * other miss flushes them back there. */
+     * only from free blocks of the trees (malloc_beside_front), and a miss
+     * of their stream, or one that the trees cannot serve, merges them
+     * back there. */
     struct front_cache *front = batch->front;
     struct block *list = batch->first;
     fenced_batches_add(front, -1);
