@@ -503,6 +503,21 @@ static uint64_t front_hit(struct gpucache_allocator *allocator, struct block *bl
     return block->address;
 }
 
+/* Hands out the free block `block` of the trees while fronts defer
+ * decreases, its peaks taken against what the statistics read without
+ * those; `front` hands it out (front_cache_allocated_beside). */
+static uint64_t allocate_beside_fronts(struct gpucache_allocator *allocator,
+                                       struct front_cache *front, struct block *block,
+                                       size_t size, size_t rounded, gpucache_stream stream)
+{
+    bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
+    struct front_peaks peaks;
+    front_cache_save_peaks(allocator, block->pool, &peaks);
+    block = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
+    front_cache_allocated_beside(allocator, front, block, &peaks);
+    return block->address;
+}
+
 /* While the front of `stream` waits for the fence of a batch of its lane's
  * synchronous frees, a miss of a size it keeps is served without merging
  * the fronts back: a flush would send every free after it down the
@@ -515,16 +530,14 @@ static bool malloc_beside_front(struct gpucache_allocator *allocator, struct fro
                                 size_t size, size_t rounded, enum pool_kind pool,
                                 gpucache_stream stream, uint64_t *address)
 {
-    if (!front_cache_awaits_fence(allocator, front, rounded | pool))
+    /* Batches exist only where the lanes serve synchronous frees. */
+    if (__atomic_load_n(&front->fenced_batches, __ATOMIC_RELAXED) == 0 ||
+        !front_cache_keeps(front, rounded | pool))
         return false;
+    front_cache_empty_slots(allocator);
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     if (block != NULL) {
-        bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
-        struct front_peaks peaks;
-        front_cache_save_peaks(allocator, pool, &peaks);
-        block = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
-        front_cache_hand_out(allocator, front, block, &peaks);
-        *address = block->address;
+        *address = allocate_beside_fronts(allocator, front, block, size, rounded, stream);
         return true;
     }
     allocator->completions_to_front = true;
@@ -543,31 +556,13 @@ malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t roun
                   enum pool_kind pool, gpucache_stream stream, uint64_t *address)
 {
     struct front_cache *own = front_cache_of_stream(allocator, stream);
-    if (own != NULL && __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) != 0 &&
-        malloc_beside_front(allocator, own, size, rounded, pool, stream, address))
+    if (own != NULL && malloc_beside_front(allocator, own, size, rounded, pool, stream, address))
         return GPUCACHE_SUCCESS;
-    /* With other streams' fronts claimed, the stream's own front alone
-     * merges back, so that the best fit sees its blocks: the others hold
-     * nothing this stream may take before a fence, and flushing them would
-     * send their threads' pairs down this path too. */
-    unsigned others = allocator->fronts_claimed & ~(own != NULL ? 1u << own->index : 0u);
-    struct block *block;
-    if (others != 0 && own != NULL)
-        front_cache_release(allocator, own);
-    if (others != 0 && (block = free_blocks_best_fit(allocator, pool, stream, rounded)) != NULL) {
-        bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
-        struct front_peaks peaks;
-        front_cache_save_peaks(allocator, pool, &peaks);
-        *address =
-            allocate_found_block(allocator, block, size, rounded, stream, lower_bound)->address;
-        front_cache_allocated_beside(allocator, pool, &peaks);
-        return GPUCACHE_SUCCESS;
-    }
     /* Every other path sees the fronts' blocks as free blocks, and
      * statistics are exact again before any of them rises. */
     front_cache_flush(allocator);
     gpucache_result result = GPUCACHE_SUCCESS;
-    block = free_blocks_best_fit(allocator, pool, stream, rounded);
+    struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     /* In a plain segment the best fit is the lower bound itself. */
     bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
     if (block == NULL)

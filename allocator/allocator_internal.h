@@ -743,32 +743,29 @@ static inline struct front_cache *front_cache_of_stream(struct gpucache_allocato
     return allocator->fronts_claimed != 0 ? front_cache_of_stream_slowly(allocator, stream)
                                           : NULL;
 }
-/* Whether `front` keeps blocks of `key` (size | pool) and waits for the
- * fence of a batch of its lane's synchronous frees. Under the allocator's
+/* Whether `front` has a slot for `key` (size | pool). Under the allocator's
  * lock. */
-bool front_cache_awaits_fence(struct gpucache_allocator *allocator, struct front_cache *front,
-                              uint64_t key);
-/* Frees and merges back `front` alone. Under the allocator's lock. */
-void front_cache_release(struct gpucache_allocator *allocator, struct front_cache *front);
+bool front_cache_keeps(struct front_cache *front, uint64_t key);
+/* Merges back the blocks waiting in every front's slots, which stay
+ * claimed with their sizes, their handed-out blocks and their batches: an
+ * allocation that does not flush the fronts runs after it, since the
+ * active statistics keep counting a slot's blocks, with no deferred count
+ * to take peaks against. Under the allocator's lock. */
+void front_cache_empty_slots(struct gpucache_allocator *allocator);
 /* The peaks of the statistics the fronts defer decreases of, saved before
  * an allocation that does not flush the fronts raises them as if none were
- * deferred (front_cache_hand_out puts them right). */
+ * deferred (front_cache_allocated_beside puts them right). */
 struct front_peaks {
     int64_t peaks[3][2]; /* allocation, allocated_bytes, requested_bytes: all, the pool */
 };
 void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved);
-/* A block of `pool` was allocated from the trees while fronts defer
- * decreases: the peaks saved before are raised to what the statistics
- * read without those. Under the allocator's lock. */
-void front_cache_allocated_beside(struct gpucache_allocator *allocator, enum pool_kind pool,
-                                  const struct front_peaks *saved);
-/* The ALLOCATED `block`, allocated from the trees beside `front` (see
- * malloc_beside_front), is handed out by `front` where its map has room;
- * the peaks saved before its allocation are raised to what the statistics
- * read without the fronts' deferred decreases. Under the allocator's lock. */
-void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
-                          struct block *block, const struct front_peaks *saved);
+/* The ALLOCATED `block` came from the trees while fronts defer decreases:
+ * the peaks `saved` before its allocation are raised to what the
+ * statistics read without those, and `front` hands it out where its map
+ * has room (see malloc_beside_front). Under the allocator's lock. */
+void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct front_cache *front,
+                                  struct block *block, const struct front_peaks *saved);
 /* Fences the synchronous frees `front`'s lane served, as an epoch of every
  * stream; under the allocator's lock. */
 void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front);

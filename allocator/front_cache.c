@@ -134,16 +134,13 @@ static inline void handed_out_clear(struct front_cache *front, struct handed_out
     front->handed_out_count--;
 }
 
-/* Under the allocator's lock: only it claims and releases fronts. */
-static struct front_cache *front_find(struct gpucache_allocator *allocator,
-                                      gpucache_stream stream)
+/* front_cache_of_stream past its check of the latest front: only the
+ * allocator's lock claims and releases fronts. */
+struct front_cache *front_cache_of_stream_slowly(struct gpucache_allocator *allocator,
+                                                 gpucache_stream stream)
 {
-    /* last_front is NULL or a front in use (release_front clears it). */
-    struct front_cache *front = allocator->last_front;
-    if (front != NULL && front->stream == stream)
-        return front;
     for (int i = 0; i < FRONT_STREAMS; i++) {
-        front = &allocator->fronts[i];
+        struct front_cache *front = &allocator->fronts[i];
         if (front->used && front->stream == stream) {
             allocator->last_front = front;
             return front;
@@ -180,8 +177,9 @@ static void release_block(struct gpucache_allocator *allocator, struct front_cac
     block_becomes_free(allocator, block);
 }
 
-static void release_slot(struct gpucache_allocator *allocator, struct front_cache *front,
-                         struct front_slot *slot)
+/* Merges back the blocks of a slot, which keeps its size. */
+static void empty_slot(struct gpucache_allocator *allocator, struct front_cache *front,
+                       struct front_slot *slot)
 {
     while (slot->top != NULL) {
         struct block *block = slot->top;
@@ -190,7 +188,26 @@ static void release_slot(struct gpucache_allocator *allocator, struct front_cach
         release_block(allocator, front, block);
     }
     slot->count = 0;
+}
+
+static void release_slot(struct gpucache_allocator *allocator, struct front_cache *front,
+                         struct front_slot *slot)
+{
+    empty_slot(allocator, front, slot);
     slot->key = 0;
+}
+
+void front_cache_empty_slots(struct gpucache_allocator *allocator)
+{
+    for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
+        if (front->blocks == 0)
+            continue;
+        front_lock(front);
+        for (int i = 0; i < FRONT_SIZES; i++)
+            empty_slot(allocator, front, &front->slots[i]);
+        front_unlock(front);
+    }
 }
 
 /* The blocks the front handed out become ordinary allocated blocks. */
@@ -336,7 +353,7 @@ uint64_t gpucache_allocator_lane_synchronous_frees(struct gpucache_allocator *al
 
 void front_cache_flush_stream(struct gpucache_allocator *allocator, gpucache_stream stream)
 {
-    struct front_cache *front = front_find(allocator, stream);
+    struct front_cache *front = front_cache_of_stream(allocator, stream);
     if (front != NULL)
         release_front(allocator, front);
 }
@@ -384,7 +401,7 @@ static void front_push(struct front_cache *front, struct front_slot *slot, struc
 static struct front_cache *front_claim(struct gpucache_allocator *allocator,
                                        gpucache_stream stream)
 {
-    struct front_cache *front = front_find(allocator, stream);
+    struct front_cache *front = front_cache_of_stream(allocator, stream);
     if (front != NULL)
         return front;
     for (int i = 0; i < FRONT_STREAMS && front == NULL; i++)
@@ -658,7 +675,7 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
 {
     if (allocator->fronts_claimed == 0)
         return NULL;
-    struct front_cache *front = front_find(allocator, stream);
+    struct front_cache *front = front_cache_of_stream(allocator, stream);
     if (front == NULL)
         return NULL;
     front_lock(front);
@@ -708,26 +725,12 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     return block;
 }
 
-struct front_cache *front_cache_of_stream_slowly(struct gpucache_allocator *allocator,
-                                                 gpucache_stream stream)
+bool front_cache_keeps(struct front_cache *front, uint64_t key)
 {
-    return front_find(allocator, stream);
-}
-
-bool front_cache_awaits_fence(struct gpucache_allocator *allocator, struct front_cache *front,
-                              uint64_t key)
-{
-    if (!allocator->lanes_free_synchronously || front->fenced_batches == 0)
-        return false;
     front_lock(front);
     bool keeps = slot_for_key(front, key) != NULL;
     front_unlock(front);
     return keeps;
-}
-
-void front_cache_release(struct gpucache_allocator *allocator, struct front_cache *front)
-{
-    release_front(allocator, front);
 }
 
 /* The arrays of the statistics the fronts defer, and where each front
@@ -769,14 +772,8 @@ static void put_peaks_right(struct gpucache_allocator *allocator, struct front_c
     }
 }
 
-void front_cache_allocated_beside(struct gpucache_allocator *allocator, enum pool_kind pool,
-                                  const struct front_peaks *saved)
-{
-    put_peaks_right(allocator, NULL, pool, saved);
-}
-
-void front_cache_hand_out(struct gpucache_allocator *allocator, struct front_cache *front,
-                          struct block *block, const struct front_peaks *saved)
+void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct front_cache *front,
+                                  struct block *block, const struct front_peaks *saved)
 {
     front_lock(front);
     put_peaks_right(allocator, front, block->pool, saved);
