@@ -505,7 +505,8 @@ static uint64_t front_hit(struct gpucache_allocator *allocator, struct block *bl
 
 /* Hands out the free block `block` of the trees while fronts defer
  * decreases, its peaks taken against what the statistics read without
- * those; `front` hands it out (front_cache_allocated_beside). */
+ * those; `front` (the stream's own, or NULL) hands it out
+ * (front_cache_allocated_beside). */
 static uint64_t allocate_beside_fronts(struct gpucache_allocator *allocator,
                                        struct front_cache *front, struct block *block,
                                        size_t size, size_t rounded, gpucache_stream stream)
@@ -518,28 +519,52 @@ static uint64_t allocate_beside_fronts(struct gpucache_allocator *allocator,
     return block->address;
 }
 
-/* While the front of `stream` waits for the fence of a batch of its lane's
- * synchronous frees, a miss of a size it keeps is served without merging
- * the fronts back: a flush would send every free after it down the
- * ordinary path until the fronts filled again. A free block of the trees
- * serves first, handed out by the front so that its free comes back
- * through the lane; else, as the miss chain would before growing, the
- * oldest epoch of synchronous frees is waited for, and the front's slot
- * serves. False (nothing done) where the ordinary path must serve. */
-static bool malloc_beside_front(struct gpucache_allocator *allocator, struct front_cache *front,
-                                size_t size, size_t rounded, enum pool_kind pool,
-                                gpucache_stream stream, uint64_t *address)
+/* Whether the free block `block` could have been merged into the stream
+ * of a neighbour that waits in (or was freed through) a front other than
+ * `own`: merged back at its free, as merge-at-free would have, that
+ * neighbour takes in free neighbours cleared for its stream, so the
+ * allocation must wait for the flush that merges it. A block no fence has
+ * cleared was not mergeable then either. */
+static bool beside_other_fronts(const struct gpucache_allocator *allocator,
+                                const struct block *block, const struct front_cache *own)
 {
-    /* Batches exist only where the lanes serve synchronous frees. */
-    if (__atomic_load_n(&front->fenced_batches, __ATOMIC_RELAXED) == 0 ||
-        !front_cache_keeps(front, rounded | pool))
-        return false;
-    front_cache_empty_slots(allocator);
+    const struct block *neighbours[2] = {block->prev, block->next};
+    for (int i = 0; i < 2; i++)
+        if (neighbours[i] != NULL && neighbours[i]->state == BLOCK_FRONT &&
+            (own == NULL || neighbours[i]->front != own->index) &&
+            block_cleared(allocator, block))
+            return true;
+    return false;
+}
+
+/* A miss while fronts are claimed, served without flushing them: a flush
+ * would send every pair after it, on every stream, down the ordinary path
+ * until the fronts filled again. The stream's own slots merge back, so
+ * that the best fit sees what merge-at-free would have; other streams'
+ * fronts hold nothing this stream may take before a fence. A free block
+ * of the trees serves, handed out by the stream's front so that its free
+ * comes back through the lane. With none, while the front waits for the
+ * fence of a batch of its lane's synchronous frees of the size, the
+ * oldest epoch of synchronous frees is waited for, as the miss chain would
+ * before growing, and the front's slot serves. False (nothing done) where
+ * the flush and the miss chain must serve. */
+static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct front_cache *own,
+                                 size_t size, size_t rounded, enum pool_kind pool,
+                                 gpucache_stream stream, uint64_t *address)
+{
+    if (own != NULL)
+        front_cache_empty_slots(allocator, own);
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     if (block != NULL) {
-        *address = allocate_beside_fronts(allocator, front, block, size, rounded, stream);
+        if (beside_other_fronts(allocator, block, own))
+            return false;
+        *address = allocate_beside_fronts(allocator, own, block, size, rounded, stream);
         return true;
     }
+    /* Batches exist only where the lanes serve synchronous frees. */
+    if (own == NULL || __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) == 0 ||
+        !front_cache_keeps(own, rounded | pool))
+        return false;
     allocator->completions_to_front = true;
     bool waited = epochs_wait_oldest(allocator, pool);
     allocator->completions_to_front = false;
@@ -555,8 +580,9 @@ __attribute__((noinline)) static gpucache_result
 malloc_past_front(struct gpucache_allocator *allocator, size_t size, size_t rounded,
                   enum pool_kind pool, gpucache_stream stream, uint64_t *address)
 {
-    struct front_cache *own = front_cache_of_stream(allocator, stream);
-    if (own != NULL && malloc_beside_front(allocator, own, size, rounded, pool, stream, address))
+    if (allocator->fronts_claimed != 0 &&
+        malloc_beside_fronts(allocator, front_cache_of_stream(allocator, stream), size, rounded,
+                             pool, stream, address))
         return GPUCACHE_SUCCESS;
     /* Every other path sees the fronts' blocks as free blocks, and
      * statistics are exact again before any of them rises. */

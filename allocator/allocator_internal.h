@@ -229,12 +229,12 @@ struct front_cache {
     uint64_t lane_frees;
     uint64_t lane_synchronous_frees; /* of lane_frees */
     struct front_slot slots[FRONT_SIZES];
-    /* The statistics its blocks owe (read atomically, without the front's
-     * lock, by the peaks of front_change_requested and front_count_allocated). */
-    size_t blocks;                          /* blocks in its slots */
-    /* Of them, those whose free completed through a fence: a hit of one
-     * raises peaks, which only the allocator's lock may, so the lane leaves
-     * the front to the ordinary path while there are any (read atomically). */
+    /* The statistics its blocks owe follow: counts its lock guards, which
+     * the peaks read with every front's lock held (raise_peaks_slowly).
+     * Of its slots' blocks, those whose free completed through a fence: a
+     * hit of one raises peaks, which only the allocator's lock may, so the
+     * lane leaves the front to the ordinary path while there are any (read
+     * atomically, without the lock). */
     uint32_t after_fence_blocks;
     /* Each deferred count is followed by its floor: the least the lane's
      * hits may bring it to (FRONT_FLOOR). 0 while the statistics' current
@@ -249,6 +249,12 @@ struct front_cache {
     int64_t allocated_blocks_floor[POOL_COUNT];
     int64_t allocated_bytes[POOL_COUNT];
     int64_t allocated_bytes_floor[POOL_COUNT];
+    /* The blocks in its slots and their bytes, whose active statistics
+     * wait for their merge back. */
+    int64_t active_blocks[POOL_COUNT];
+    int64_t active_blocks_floor[POOL_COUNT];
+    int64_t active_bytes[POOL_COUNT];
+    int64_t active_bytes_floor[POOL_COUNT];
     bool floored; /* some floor was set since the front was claimed */
     struct front_pair_totals pairs[POOL_COUNT];
     /* Synchronous frees its lane served since its last batch was fenced
@@ -746,24 +752,26 @@ static inline struct front_cache *front_cache_of_stream(struct gpucache_allocato
 /* Whether `front` has a slot for `key` (size | pool). Under the allocator's
  * lock. */
 bool front_cache_keeps(struct front_cache *front, uint64_t key);
-/* Merges back the blocks waiting in every front's slots, which stay
- * claimed with their sizes, their handed-out blocks and their batches: an
- * allocation that does not flush the fronts runs after it, since the
- * active statistics keep counting a slot's blocks, with no deferred count
- * to take peaks against. Under the allocator's lock. */
-void front_cache_empty_slots(struct gpucache_allocator *allocator);
+/* Merges back the blocks waiting in `front`'s slots; the front stays
+ * claimed, with its sizes, its handed-out blocks and its batches. Under the
+ * allocator's lock. */
+void front_cache_empty_slots(struct gpucache_allocator *allocator, struct front_cache *front);
 /* The peaks of the statistics the fronts defer decreases of, saved before
  * an allocation that does not flush the fronts raises them as if none were
  * deferred (front_cache_allocated_beside puts them right). */
+#define FRONT_DEFERRED_STATS 5
 struct front_peaks {
-    int64_t peaks[3][2]; /* allocation, allocated_bytes, requested_bytes: all, the pool */
+    /* allocation, allocated_bytes, requested_bytes, active, active_bytes:
+     * all, the pool */
+    int64_t peaks[FRONT_DEFERRED_STATS][2];
 };
 void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved);
 /* The ALLOCATED `block` came from the trees while fronts defer decreases:
  * the peaks `saved` before its allocation are raised to what the
- * statistics read without those, and `front` hands it out where its map
- * has room (see malloc_beside_front). Under the allocator's lock. */
+ * statistics read without those, and `front` (the stream's own, or NULL)
+ * hands it out where its map has room and a slot could hold it (see
+ * malloc_past_front). Under the allocator's lock. */
 void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct front_cache *front,
                                   struct block *block, const struct front_peaks *saved);
 /* Fences the synchronous frees `front`'s lane served, as an epoch of every

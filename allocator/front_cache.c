@@ -15,17 +15,17 @@
 #include "gpucache_allocator_testing.h"
 #include "size_policy.h"
 
-/* Counters a lane changes under its front's lock and the allocator's peaks
- * read without it: single writer, atomic stores and loads. */
+/* The deferred counts a lane changes under its front's lock: the peaks
+ * read them with every front's lock held (raise_peaks_slowly), so plain
+ * arithmetic, which the compiler may fold into one instruction. */
 static inline void counter_add(int64_t *counter, int64_t amount)
 {
-    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + amount,
-                     __ATOMIC_RELAXED);
+    *counter += amount;
 }
 
 static inline int64_t counter_read(const int64_t *counter)
 {
-    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+    return *counter;
 }
 
 /* The lock: held for a few dozen instructions by a lane, longer only by a
@@ -157,7 +157,8 @@ static void release_block(struct gpucache_allocator *allocator, struct front_cac
     struct gpucache_stats *stats = &allocator->stats;
     enum pool_kind pool = block->pool;
     block_map_remove(&allocator->allocated, block->address);
-    front->blocks--;
+    counter_add(&front->active_blocks[pool], -1);
+    counter_add(&front->active_bytes[pool], -(int64_t)block->size);
     counter_add(&front->requested[pool], -(int64_t)block->requested_size);
     if (!block->front_after_fence) {
         counter_add(&front->allocated_blocks[pool], -1);
@@ -197,17 +198,12 @@ static void release_slot(struct gpucache_allocator *allocator, struct front_cach
     slot->key = 0;
 }
 
-void front_cache_empty_slots(struct gpucache_allocator *allocator)
+void front_cache_empty_slots(struct gpucache_allocator *allocator, struct front_cache *front)
 {
-    for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1) {
-        struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
-        if (front->blocks == 0)
-            continue;
-        front_lock(front);
-        for (int i = 0; i < FRONT_SIZES; i++)
-            empty_slot(allocator, front, &front->slots[i]);
-        front_unlock(front);
-    }
+    front_lock(front);
+    for (int i = 0; i < FRONT_SIZES; i++)
+        empty_slot(allocator, front, &front->slots[i]);
+    front_unlock(front);
 }
 
 /* The blocks the front handed out become ordinary allocated blocks. */
@@ -299,7 +295,8 @@ static struct block *release_front_locked(struct gpucache_allocator *allocator,
     settle_pair_totals(allocator, front);
     for (int pool = 0; pool < POOL_COUNT; pool++)
         front->requested_floor[pool] = front->allocated_blocks_floor[pool] =
-            front->allocated_bytes_floor[pool] = 0;
+            front->allocated_bytes_floor[pool] = front->active_blocks_floor[pool] =
+                front->active_bytes_floor[pool] = 0;
     front->floored = false;
     __atomic_store_n(&front->used, false, __ATOMIC_RELAXED);
     front->next_victim = 0;
@@ -380,7 +377,8 @@ static void slot_push(struct front_cache *front, struct front_slot *slot, struct
     block->list_next = slot->top;
     slot->top = block;
     slot->count++;
-    front->blocks++;
+    counter_add(&front->active_blocks[block->pool], 1);
+    counter_add(&front->active_bytes[block->pool], (int64_t)block->size);
     counter_add(&front->requested[block->pool], (int64_t)block->requested_size);
 }
 
@@ -531,7 +529,11 @@ _Static_assert(offsetof(struct front_cache, requested_floor) ==
                    offsetof(struct front_cache, allocated_blocks_floor) ==
                        offsetof(struct front_cache, allocated_blocks) + POOL_COUNT * sizeof(int64_t) &&
                    offsetof(struct front_cache, allocated_bytes_floor) ==
-                       offsetof(struct front_cache, allocated_bytes) + POOL_COUNT * sizeof(int64_t),
+                       offsetof(struct front_cache, allocated_bytes) + POOL_COUNT * sizeof(int64_t) &&
+                   offsetof(struct front_cache, active_blocks_floor) ==
+                       offsetof(struct front_cache, active_blocks) + POOL_COUNT * sizeof(int64_t) &&
+                   offsetof(struct front_cache, active_bytes_floor) ==
+                       offsetof(struct front_cache, active_bytes) + POOL_COUNT * sizeof(int64_t),
                "each deferred count is followed by its floor");
 
 /* A value is above its peak while fronts defer decreases of it, so a
@@ -639,8 +641,9 @@ pop_for_hit(struct front_cache *front, struct front_slot *slot, enum pool_kind p
     slot->top = block->list_next;
     slot->count--;
     block->list_next = NULL;
-    front->blocks--;
     int64_t size = (int64_t)block->size;
+    counter_add(&front->active_blocks[pool], -1);
+    counter_add(&front->active_bytes[pool], -size);
     counter_add(&front->requested[pool], -(int64_t)block->requested_size);
     struct front_pair_totals *pairs = &front->pairs[pool];
     pairs->active_count++;
@@ -659,6 +662,15 @@ pop_for_hit(struct front_cache *front, struct front_slot *slot, enum pool_kind p
     return block;
 }
 
+/* Whether a hit of `block` would take an active count of its front below
+ * its floor; the front's lock held. */
+static inline bool below_active_floors(const struct front_cache *front,
+                                       const struct block *block, enum pool_kind pool)
+{
+    return front->active_blocks[pool] - 1 < front->active_blocks_floor[pool] ||
+           front->active_bytes[pool] - (int64_t)block->size < front->active_bytes_floor[pool];
+}
+
 /* Whether a hit of `block` would take a deferred count of its front below
  * its floor; the front's lock held. */
 static bool below_floors(const struct front_cache *front, const struct block *block,
@@ -667,7 +679,9 @@ static bool below_floors(const struct front_cache *front, const struct block *bl
     return front->allocated_blocks[pool] - 1 < front->allocated_blocks_floor[pool] ||
            front->allocated_bytes[pool] - (int64_t)block->size <
                front->allocated_bytes_floor[pool] ||
-           front->requested[pool] - (int64_t)block->requested_size < front->requested_floor[pool];
+           front->requested[pool] - (int64_t)block->requested_size <
+               front->requested_floor[pool] ||
+           below_active_floors(front, block, pool);
 }
 
 struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_stream stream,
@@ -684,11 +698,13 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
      * keeps what the statistics would read at or below the peaks, as a
      * lane's does (raise_peaks_slowly); below them, it raises the peaks. */
     bool below = false;
+    bool below_active = false;
     for (int i = 0; i < FRONT_SIZES && block == NULL; i++) {
         struct front_slot *slot = &front->slots[i];
         if (slot->key == (size | pool) && slot->top != NULL) {
             below = front->floored && !slot->top->front_after_fence &&
                     below_floors(front, slot->top, pool);
+            below_active = front->floored && below_active_floors(front, slot->top, pool);
             block = pop_for_hit(front, slot, pool, requested);
         }
     }
@@ -704,6 +720,12 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
                         offsetof(struct front_cache, allocated_blocks));
             raise_peaks(allocator, front, allocator->stats.allocated_bytes, pool,
                         offsetof(struct front_cache, allocated_bytes));
+        }
+        if (below_active) {
+            raise_peaks(allocator, front, allocator->stats.active, pool,
+                        offsetof(struct front_cache, active_blocks));
+            raise_peaks(allocator, front, allocator->stats.active_bytes, pool,
+                        offsetof(struct front_cache, active_bytes));
         }
         if (block->requested_size != requested)
             front_change_requested(allocator, front, pool, block->requested_size, requested);
@@ -738,20 +760,23 @@ bool front_cache_keeps(struct front_cache *front, uint64_t key)
 static struct gpucache_stat *deferred_array(struct gpucache_allocator *allocator, int which)
 {
     struct gpucache_stats *stats = &allocator->stats;
-    return which == 0 ? stats->allocation : which == 1 ? stats->allocated_bytes
-                                                       : stats->requested_bytes;
+    struct gpucache_stat *arrays[FRONT_DEFERRED_STATS] = {
+        stats->allocation, stats->allocated_bytes, stats->requested_bytes, stats->active,
+        stats->active_bytes,
+    };
+    return arrays[which];
 }
 
-static const size_t deferred_counters[3] = {
-    offsetof(struct front_cache, allocated_blocks),
-    offsetof(struct front_cache, allocated_bytes),
-    offsetof(struct front_cache, requested),
+static const size_t deferred_counters[FRONT_DEFERRED_STATS] = {
+    offsetof(struct front_cache, allocated_blocks), offsetof(struct front_cache, allocated_bytes),
+    offsetof(struct front_cache, requested),        offsetof(struct front_cache, active_blocks),
+    offsetof(struct front_cache, active_bytes),
 };
 
 void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind pool,
                             struct front_peaks *saved)
 {
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < FRONT_DEFERRED_STATS; which++) {
         const struct gpucache_stat *array = deferred_array(allocator, which);
         saved->peaks[which][0] = array[GPUCACHE_STAT_ALL].peak;
         saved->peaks[which][1] = array[stat_type_of(pool)].peak;
@@ -764,7 +789,7 @@ void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind
 static void put_peaks_right(struct gpucache_allocator *allocator, struct front_cache *held,
                             enum pool_kind pool, const struct front_peaks *saved)
 {
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < FRONT_DEFERRED_STATS; which++) {
         struct gpucache_stat *array = deferred_array(allocator, which);
         array[GPUCACHE_STAT_ALL].peak = saved->peaks[which][0];
         array[stat_type_of(pool)].peak = saved->peaks[which][1];
@@ -775,9 +800,18 @@ static void put_peaks_right(struct gpucache_allocator *allocator, struct front_c
 void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct front_cache *front,
                                   struct block *block, const struct front_peaks *saved)
 {
+    if (front == NULL) {
+        put_peaks_right(allocator, NULL, block->pool, saved);
+        return;
+    }
     front_lock(front);
     put_peaks_right(allocator, front, block->pool, saved);
-    struct handed_out_entry *entry = handed_out_room(front, block->address);
+    /* As front_cache_put: only blocks a slot may hold come back through the
+     * lane. */
+    struct handed_out_entry *entry =
+        block->size < allocator->config->max_split_size && !block->segment->pinned
+            ? handed_out_room(front, block->address)
+            : NULL;
     if (entry != NULL) {
         block->state = BLOCK_FRONT;
         block->front = front->index;
@@ -989,7 +1023,8 @@ void front_cache_batch_completed(struct gpucache_allocator *allocator, const str
         batch->last->list_next = slot->top;
         slot->top = list;
         slot->count += (uint32_t)batch->block_count;
-        front->blocks += batch->block_count;
+        counter_add(&front->active_blocks[list->pool], (int64_t)batch->block_count);
+        counter_add(&front->active_bytes[list->pool], (int64_t)batch->bytes[list->pool]);
         counter_add(&front->requested[list->pool], batch->front_requested);
         front_unlock(front);
         return;
