@@ -537,21 +537,30 @@ static bool beside_other_fronts(const struct gpucache_allocator *allocator,
     return false;
 }
 
-/* A miss while fronts are claimed, served without flushing them: a flush
- * would send every pair after it, on every stream, down the ordinary path
- * until the fronts filled again. The stream's own slots merge back, so
- * that the best fit sees what merge-at-free would have; other streams'
- * fronts hold nothing this stream may take before a fence. A free block
- * of the trees serves, handed out by the stream's front so that its free
- * comes back through the lane. With none, while the front waits for the
- * fence of a batch of its lane's synchronous frees of the size, the
- * oldest epoch of synchronous frees is waited for, as the miss chain would
- * before growing, and the front's slot serves. False (nothing done) where
- * the flush and the miss chain must serve. */
+/* A miss while other streams' fronts are claimed, or while its own front
+ * waits for the fence of a batch of its lane's synchronous frees of the
+ * size, served without flushing the fronts: a flush would send every pair
+ * after it, on every stream, down the ordinary path until the fronts
+ * filled again. The stream's own slots merge back, so that the best fit
+ * sees what merge-at-free would have; other streams' fronts hold nothing
+ * this stream may take before a fence. A free block of the trees serves,
+ * handed out by the stream's front so that its free comes back through
+ * the lane. With none, while the front's batch waits, the oldest epoch of
+ * synchronous frees is waited for, as the miss chain would before growing,
+ * and the front's slot serves. False (nothing done) where the flush and
+ * the miss chain must serve: a stream alone with its front and no batch
+ * of the size keeps the flush, whose exact statistics cost less than
+ * deferring them past the miss. */
 static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct front_cache *own,
                                  size_t size, size_t rounded, enum pool_kind pool,
                                  gpucache_stream stream, uint64_t *address)
 {
+    unsigned others = allocator->fronts_claimed & ~(own != NULL ? 1u << own->index : 0u);
+    /* Batches exist only where the lanes serve synchronous frees. */
+    bool batch_waits = own != NULL && __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) != 0 &&
+                       front_cache_keeps(own, rounded | pool);
+    if (others == 0 && !batch_waits)
+        return false;
     if (own != NULL)
         front_cache_empty_slots(allocator, own);
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
@@ -561,9 +570,7 @@ static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct fr
         *address = allocate_beside_fronts(allocator, own, block, size, rounded, stream);
         return true;
     }
-    /* Batches exist only where the lanes serve synchronous frees. */
-    if (own == NULL || __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) == 0 ||
-        !front_cache_keeps(own, rounded | pool))
+    if (!batch_waits)
         return false;
     allocator->completions_to_front = true;
     bool waited = epochs_wait_oldest(allocator, pool);
