@@ -415,7 +415,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
         return block;
     epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
     while (allocator->synchronous_closed_bytes[pool] != 0) {
-        if (!epochs_wait_oldest(allocator, pool))
+        if (!epochs_wait_oldest(allocator, pool, NULL))
             break;
         if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
             return block;
@@ -488,7 +488,9 @@ __attribute__((noinline)) static void query_fences_from_hit_path(struct gpucache
     unsigned backoff = allocator->closed_epoch_count < closed
                            ? 0
                            : ((allocator->query_backoff << 1) | 8u) & 63u;
-    __atomic_store_n(&allocator->query_backoff, backoff, __ATOMIC_RELAXED);
+    /* Only a change is written: the lanes of every thread read this line. */
+    if (backoff != allocator->query_backoff)
+        __atomic_store_n(&allocator->query_backoff, backoff, __ATOMIC_RELAXED);
 }
 
 /* A block a front holds serves the request (malloc_locked's hit). */
@@ -573,7 +575,9 @@ static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct fr
     if (!batch_waits)
         return false;
     allocator->completions_to_front = true;
-    bool waited = epochs_wait_oldest(allocator, pool);
+    /* Its own batch: another front's would refill that front, not this
+     * one, and the miss would then flush them all. */
+    bool waited = epochs_wait_oldest(allocator, pool, own);
     allocator->completions_to_front = false;
     if (!waited || (block = front_cache_take(allocator, stream, rounded, pool, size)) == NULL)
         return false;

@@ -333,8 +333,7 @@ static bool check_fronts_settled(struct gpucache_allocator *allocator, char *why
         struct front_cache *front = &allocator->fronts[i];
         if ((allocator->fronts_claimed >> i) & 1u)
             continue;
-        bool settled = front->after_fence_blocks == 0 &&
-                       front->handed_out_count == 0 && front->unfenced.count == 0;
+        bool settled = front->handed_out_count == 0 && front->unfenced.count == 0;
         for (int pool = 0; pool < POOL_COUNT; pool++)
             settled = settled && front->requested[pool] == 0 &&
                       front->allocated_blocks[pool] == 0 && front->allocated_bytes[pool] == 0 &&

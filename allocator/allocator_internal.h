@@ -230,12 +230,11 @@ struct front_cache {
     uint64_t lane_synchronous_frees; /* of lane_frees */
     struct front_slot slots[FRONT_SIZES];
     /* The statistics its blocks owe follow: counts its lock guards, which
-     * the peaks read with every front's lock held (raise_peaks_slowly).
-     * Of its slots' blocks, those whose free completed through a fence: a
-     * hit of one raises peaks, which only the allocator's lock may, so the
-     * lane leaves the front to the ordinary path while there are any (read
-     * atomically, without the lock). */
-    uint32_t after_fence_blocks;
+     * the peaks read with every front's lock held (raise_peaks_slowly). A
+     * block whose free completed through a fence (front_after_fence) owes
+     * none of the allocation statistics: its hit raises them, and peaks,
+     * which only the allocator's lock may, so the lane leaves that block
+     * to the ordinary path. */
     /* Each deferred count is followed by its floor: the least the lane's
      * hits may bring it to (FRONT_FLOOR). 0 while the statistics' current
      * values are at or below their peaks, where no hit can pass one; set
@@ -600,8 +599,10 @@ bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
 /* Waits for the oldest closed epoch of synchronous frees holding bytes of
- * `pool`; false if there is none or the wait failed. */
-bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
+ * `pool` (and the older ones), with `front` the oldest of that front's lane's
+ * batches; false if there is none or the wait failed. */
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool,
+                        const struct front_cache *front);
 /* Before the last retry: fences every stream with pending or uncleared
  * blocks and waits for all of them. True when every block is then free and
  * cleared for every stream; false when only a device synchronize can say so. */
@@ -705,13 +706,12 @@ static inline struct front_cache *front_lane_find(struct gpucache_allocator *all
 static inline uint64_t front_lane_take(struct gpucache_allocator *allocator,
                                        gpucache_stream stream, size_t size)
 {
-    /* A lookup of a pool under garbage collection ages its blocks, and a
-     * hit of a block a fence freed raises peaks: the ordinary path counts
-     * them. */
+    /* A lookup of a pool under garbage collection ages its blocks: the
+     * ordinary path counts them. */
     if (__atomic_load_n(&allocator->gc_enabled, __ATOMIC_RELAXED))
         return LANE_MISS;
     struct front_cache *front = front_lane_find(allocator, stream);
-    if (front == NULL || __atomic_load_n(&front->after_fence_blocks, __ATOMIC_RELAXED) != 0)
+    if (front == NULL)
         return LANE_MISS;
     return front_lane_take_in(allocator, front, stream, size);
 }

@@ -165,9 +165,6 @@ static void release_block(struct gpucache_allocator *allocator, struct front_cac
         counter_add(&front->allocated_bytes[pool], -(int64_t)block->size);
         stat_array_decrease(stats->allocation, pool, 1);
         stat_array_decrease(stats->allocated_bytes, pool, (int64_t)block->size);
-    } else {
-        __atomic_store_n(&front->after_fence_blocks, front->after_fence_blocks - 1,
-                         __ATOMIC_RELAXED);
     }
     block->front_after_fence = false;
     /* Every free_tick stays at or below the tick: the checks for "nothing
@@ -382,17 +379,14 @@ static void slot_push(struct front_cache *front, struct front_slot *slot, struct
     counter_add(&front->requested[block->pool], (int64_t)block->requested_size);
 }
 
-/* slot_push, with the block's allocation statistics deferred now (or, for a
- * block a fence freed, counted among those whose hit raises them). */
+/* slot_push, with the block's allocation statistics deferred now (a block
+ * a fence freed had them lowered then; its hit raises them). */
 static void front_push(struct front_cache *front, struct front_slot *slot, struct block *block)
 {
     slot_push(front, slot, block);
     if (!block->front_after_fence) {
         counter_add(&front->allocated_blocks[block->pool], 1);
         counter_add(&front->allocated_bytes[block->pool], (int64_t)block->size);
-    } else {
-        __atomic_store_n(&front->after_fence_blocks, front->after_fence_blocks + 1,
-                         __ATOMIC_RELAXED);
     }
 }
 
@@ -541,16 +535,25 @@ _Static_assert(offsetof(struct front_cache, requested_floor) ==
  * statistics would read past the peak. Raises the peaks of the `all` and
  * `pool` slots of `array` to that reading (the deferred counts at
  * `counters`), then sets the floors of those counts: every front's below
- * its count now by a share of the room left under the peaks (`held`'s, the
- * front being served, by the rest), so that the shares add up to the
- * room. A hit that keeps its front's counts at or above their floors then
- * keeps the reading at or below the peaks; one that would not takes this
- * path again. Every front's lock is held across the
- * reading and the setting, so no lane's hit falls between them. */
+ * its count now by a share of the room left under the peaks, so that the
+ * shares add up to the room. A hit that keeps its front's counts at or
+ * above their floors then keeps the reading at or below the peaks; one
+ * that would not takes this path again. Every front's lock is held across
+ * the reading and the setting, so no lane's hit falls between them.
+ *
+ * The room is shared in `granule`s, what the hit being served takes (1 for
+ * a count, its size for bytes): an even split of less than a granule each
+ * lets no front hit at all. Granules left over go to the other fronts
+ * before `held`, the front being served: its next hit most likely follows
+ * its own free, which gives the room back to it, while another front may
+ * be between its free and its next hit. With a leftover granule given to
+ * the front served, threads on two streams at the peak sent each other's
+ * next hit here turn by turn. */
 static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocator *allocator,
                                                          struct front_cache *held,
                                                          struct gpucache_stat *array,
-                                                         enum pool_kind pool, size_t counters)
+                                                         enum pool_kind pool, size_t counters,
+                                                         int64_t granule)
 {
     struct gpucache_stat *stats[2] = {&array[GPUCACHE_STAT_ALL], &array[stat_type_of(pool)]};
     unsigned claimed = allocator->fronts_claimed;
@@ -565,12 +568,13 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
         if (stats[i]->peak - reading < room)
             room = stats[i]->peak - reading;
     }
-    /* Each front gets a share of the room, the one served the rest: with
-     * the whole room to one front, every other front's next hit would take
-     * this path, and threads on two streams would send each other here
-     * turn by turn. */
-    int64_t share = room / __builtin_popcount(claimed);
-    int64_t held_share = room - share * (__builtin_popcount(claimed) - 1);
+    int64_t fronts = __builtin_popcount(claimed);
+    if (granule < 1)
+        granule = 1;
+    int64_t granules = room / granule;
+    int64_t share = granules / fronts;
+    int64_t extra = granules - share * fronts; /* granules left over, < fronts */
+    int64_t dust = room - granules * granule;  /* less than a granule: to `held` */
     for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
         struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
         const int64_t *counts = (const int64_t *)(const void *)((const char *)front + counters);
@@ -578,20 +582,32 @@ static __attribute__((noinline)) void raise_peaks_slowly(struct gpucache_allocat
         for (int p = 0; p < POOL_COUNT; p++)
             floors[p] = counts[p];
         front->floored = true;
-        int64_t spend = front == held ? held_share : share;
+        int64_t spend = share * granule;
+        if (front != held && extra > 0) {
+            spend += granule;
+            extra--;
+        }
         floors[pool] = counts[pool] > spend ? counts[pool] - spend : 0;
+    }
+    /* Left over when every other front has one more granule, or no front
+     * but `held` is claimed. */
+    if (held != NULL) {
+        int64_t *floors = FRONT_FLOOR(held, counters);
+        int64_t spend = extra * granule + dust;
+        floors[pool] = floors[pool] > spend ? floors[pool] - spend : 0;
     }
     unlock_fronts(allocator, claimed, held);
 }
 
+/* raise_peaks_slowly where a value is above its peak. */
 static inline void raise_peaks(struct gpucache_allocator *allocator,
                                struct front_cache *held, struct gpucache_stat *array,
-                               enum pool_kind pool, size_t counters)
+                               enum pool_kind pool, size_t counters, int64_t granule)
 {
     const struct gpucache_stat *all = &array[GPUCACHE_STAT_ALL];
     const struct gpucache_stat *own = &array[stat_type_of(pool)];
     if (all->current > all->peak || own->current > own->peak)
-        raise_peaks_slowly(allocator, held, array, pool, counters);
+        raise_peaks_slowly(allocator, held, array, pool, counters, granule);
 }
 
 /* A hit whose request differs from the block's last one changes
@@ -608,7 +624,8 @@ static void front_change_requested(struct gpucache_allocator *allocator,
         stat->allocated += (int64_t)requested;
         stat->freed += (int64_t)old;
     }
-    raise_peaks(allocator, held, array, pool, offsetof(struct front_cache, requested));
+    raise_peaks(allocator, held, array, pool, offsetof(struct front_cache, requested),
+                (int64_t)requested);
 }
 
 /* A hit of a block whose allocation statistics fell at its free: they rise
@@ -626,9 +643,9 @@ static void front_count_allocated(struct gpucache_allocator *allocator,
         stats->allocated_bytes[indices[i]].allocated += bytes;
     }
     raise_peaks(allocator, held, stats->allocation, pool,
-                offsetof(struct front_cache, allocated_blocks));
+                offsetof(struct front_cache, allocated_blocks), 1);
     raise_peaks(allocator, held, stats->allocated_bytes, pool,
-                offsetof(struct front_cache, allocated_bytes));
+                offsetof(struct front_cache, allocated_bytes), bytes);
 }
 
 /* Takes the top block of `slot` for a hit of `requested` bytes; the front's
@@ -653,9 +670,6 @@ pop_for_hit(struct front_cache *front, struct front_slot *slot, enum pool_kind p
         counter_add(&front->allocated_bytes[pool], -size);
         pairs->allocation_count++;
         pairs->allocation_bytes += size;
-    } else {
-        __atomic_store_n(&front->after_fence_blocks, front->after_fence_blocks - 1,
-                         __ATOMIC_RELAXED);
     }
     if (block->requested_size == requested)
         pairs->requested += (int64_t)requested;
@@ -717,21 +731,21 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
             front_count_allocated(allocator, front, pool, (int64_t)block->size);
         } else if (below) {
             raise_peaks(allocator, front, allocator->stats.allocation, pool,
-                        offsetof(struct front_cache, allocated_blocks));
+                        offsetof(struct front_cache, allocated_blocks), 1);
             raise_peaks(allocator, front, allocator->stats.allocated_bytes, pool,
-                        offsetof(struct front_cache, allocated_bytes));
+                        offsetof(struct front_cache, allocated_bytes), (int64_t)size);
         }
         if (below_active) {
             raise_peaks(allocator, front, allocator->stats.active, pool,
-                        offsetof(struct front_cache, active_blocks));
+                        offsetof(struct front_cache, active_blocks), 1);
             raise_peaks(allocator, front, allocator->stats.active_bytes, pool,
-                        offsetof(struct front_cache, active_bytes));
+                        offsetof(struct front_cache, active_bytes), (int64_t)size);
         }
         if (block->requested_size != requested)
             front_change_requested(allocator, front, pool, block->requested_size, requested);
         else if (below || after_fence)
             raise_peaks(allocator, front, allocator->stats.requested_bytes, pool,
-                        offsetof(struct front_cache, requested));
+                        offsetof(struct front_cache, requested), (int64_t)requested);
         block->front_after_fence = false;
         block->requested_size = requested;
         block->free_tick = 0;
@@ -784,16 +798,20 @@ void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind
 }
 
 /* The peaks `saved` put back, then raised to what the statistics read
- * without the fronts' deferred decreases (`held`: a front whose lock the
- * caller holds, which the floors then favour, or NULL). */
+ * without the fronts' deferred decreases, after the allocation of `block`
+ * (`held`: a front whose lock the caller holds, or NULL). */
 static void put_peaks_right(struct gpucache_allocator *allocator, struct front_cache *held,
-                            enum pool_kind pool, const struct front_peaks *saved)
+                            const struct block *block, const struct front_peaks *saved)
 {
+    enum pool_kind pool = block->pool;
+    int64_t granules[FRONT_DEFERRED_STATS] = {
+        1, (int64_t)block->size, (int64_t)block->requested_size, 1, (int64_t)block->size,
+    };
     for (int which = 0; which < FRONT_DEFERRED_STATS; which++) {
         struct gpucache_stat *array = deferred_array(allocator, which);
         array[GPUCACHE_STAT_ALL].peak = saved->peaks[which][0];
         array[stat_type_of(pool)].peak = saved->peaks[which][1];
-        raise_peaks(allocator, held, array, pool, deferred_counters[which]);
+        raise_peaks(allocator, held, array, pool, deferred_counters[which], granules[which]);
     }
 }
 
@@ -801,11 +819,11 @@ void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct f
                                   struct block *block, const struct front_peaks *saved)
 {
     if (front == NULL) {
-        put_peaks_right(allocator, NULL, block->pool, saved);
+        put_peaks_right(allocator, NULL, block, saved);
         return;
     }
     front_lock(front);
-    put_peaks_right(allocator, front, block->pool, saved);
+    put_peaks_right(allocator, front, block, saved);
     /* As front_cache_put: only blocks a slot may hold come back through the
      * lane. */
     struct handed_out_entry *entry =
@@ -927,7 +945,10 @@ done:
 }
 
 /* The fence of a lane's batch, out of line: the lane's free then saves no
- * registers for it. */
+ * registers for it. (Taking in completed fences here as well, which saves
+ * the dry slot's query a lock per batch, made two threads' pairs slower:
+ * the lock is held longer, and the other thread's batches come back into
+ * its front from this thread.) */
 static __attribute__((noinline)) void fence_batch_locked(struct gpucache_allocator *allocator,
                                                          struct front_cache *front)
 {

@@ -350,22 +350,24 @@ static bool wait_for_epoch(struct gpucache_allocator *allocator, struct stream_s
     return true;
 }
 
-static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool)
+static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool,
+                                         const struct front_cache *front)
 {
     for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
-        if (epoch->bytes[pool] != 0)
+        if (epoch->bytes[pool] != 0 && (front == NULL || epoch->front == front))
             return epoch;
     return NULL;
 }
 
-bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool)
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool,
+                        const struct front_cache *front)
 {
     /* Only epochs of synchronous frees: the program would have waited for
      * those in cuMemFree itself. A stream-ordered free never made it wait. */
     struct stream_state *state = &allocator->all_streams;
     if (allocator->synchronous_closed_bytes[pool] == 0 || driver_capture_active(allocator))
         return false;
-    struct epoch *oldest = first_epoch_holding(state, pool);
+    struct epoch *oldest = first_epoch_holding(state, pool, front);
     return oldest != NULL && wait_for_epoch(allocator, state, oldest);
 }
 

@@ -17,6 +17,7 @@
 
 #include "accounting_driver.h"
 #include "gpucache_allocator.h"
+#include "gpucache_allocator_testing.h"
 #include "gpucache_config.h"
 
 #define MAX_BATCHES 100001
@@ -157,6 +158,13 @@ static void report(const char *what, size_t size, enum gpucache_free_kind kind, 
     for (int i = 1; i < threads; i++)
         printf(" (thread %d: %.1f)", i + 1, runs[i].median_ns);
     printf(", wall %6.1f ns per pair of all threads\n", wall_per_pair);
+    /* Which path the pairs took: a slow figure with few lane hits is the
+     * ordinary path's, not the lanes'. */
+    uint64_t lane_hits, lane_frees;
+    gpucache_allocator_lane_counts(allocator, &lane_hits, &lane_frees);
+    double pairs = (double)threads * ((double)batches * PAIRS_PER_BATCH + WARM_UP_PAIRS);
+    fprintf(stderr, "  lanes: %.1f %% of hits, %.1f %% of frees\n", 100.0 * (double)lane_hits / pairs,
+            100.0 * (double)lane_frees / pairs);
     pthread_barrier_destroy(&start);
     gpucache_allocator_destroy(allocator);
     accounting_driver_destroy(driver);

@@ -450,6 +450,82 @@ static void free_synchronously(struct fixture *f, uint64_t address)
                  GPUCACHE_SUCCESS);
 }
 
+/* Blocks a fence freed wait in a slot under a block freed on the stream
+ * since: the lane serves that block, and leaves only the fenced ones,
+ * whose hits raise the allocation statistics, to the ordinary path. */
+Test(front_cache, a_lane_serves_its_slot_above_blocks_a_fence_freed)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t fenced[64];
+    for (int i = 0; i < 64; i++)
+        fenced[i] = raw_alloc(&f, 4 * KiB, STREAM_A);
+    uint64_t e = raw_alloc(&f, 4 * KiB, STREAM_A);
+    uint64_t c = raw_alloc(&f, 8 * KiB, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        free_synchronously(&f, fenced[i]); /* the 64th records the epoch's fence */
+    raw_free(&f, c, STREAM_A);
+    accounting_driver_complete_all(f.driver);
+    /* Due to query: the epoch's blocks fill A's slot of 4 KiB. */
+    raw_free(&f, raw_alloc(&f, 8 * KiB, STREAM_A), STREAM_A);
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), fenced[63], "the newest on top");
+    raw_free(&f, e, STREAM_A); /* above the other 63 */
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), e);
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "the lane left its front to the ordinary path");
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), fenced[62]);
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    cr_assert_eq(hits_before, hits, "a lane took a block a fence freed");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* A dry slot beside its own lane's fenced batch, the trees empty: the miss
+ * waits for that batch (and so the older ones), not for the oldest batch
+ * of all, which would refill another stream's front and leave this miss to
+ * the flush. Blocks of 20 MiB are whole segments, so the trees hold none,
+ * and four of them fill a batch (64 MiB). */
+Test(front_cache, a_miss_beside_its_own_batch_waits_for_that_batch)
+{
+    struct fixture f;
+    open_held(&f, 4 * GiB);
+    uint64_t a[4], b[4];
+    gpucache_stream streams[2] = {STREAM_A, STREAM_B};
+    uint64_t *blocks[2] = {a, b};
+    /* Every segment first, so that no miss flushes the fronts after. */
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 4; i++)
+            blocks[s][i] = raw_alloc(&f, 20 * MiB, streams[s]);
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < 4; i++)
+            raw_free(&f, blocks[s][i], streams[s]);
+        for (int i = 0; i < 4; i++)
+            blocks[s][i] = raw_alloc(&f, 20 * MiB, streams[s]); /* handed out by the front */
+    }
+    for (int i = 0; i < 4; i++)
+        free_synchronously(&f, b[i]); /* B's batch, fenced at the fourth */
+    /* The lane of A's front serves the next synchronous frees. */
+    raw_free(&f, a[3], STREAM_A);
+    a[3] = raw_alloc(&f, 20 * MiB, STREAM_A);
+    for (int i = 0; i < 4; i++)
+        free_synchronously(&f, a[i]); /* A's batch, younger */
+    uint64_t reserved = accounting_driver_used_bytes(f.driver);
+    cr_assert_eq(gpucache_allocator_lane_synchronous_frees(f.allocator), 8);
+    uint64_t got = raw_alloc(&f, 20 * MiB, STREAM_A);
+    cr_assert(got == a[0] || got == a[1] || got == a[2] || got == a[3],
+              "A's miss was not served from its own batch");
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    raw_alloc(&f, 20 * MiB, STREAM_B);
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "B's front was flushed");
+    cr_assert_eq(accounting_driver_used_bytes(f.driver), reserved, "the miss grew");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
 /* `count` cuMemAlloc + cuMemFree pairs of 4 KiB on stream A. */
 static void synchronous_pairs(struct fixture *f, int count)
 {
@@ -978,6 +1054,38 @@ Test(front_cache, an_oversize_block_served_beside_a_front_never_enters_it)
     raw_free(&f, raw_alloc(&f, 40 * MiB, STREAM_A), STREAM_A); /* the trees serve it */
     gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
     cr_assert_eq(frees - frees_before, 0, "the lane took the oversize block's free");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* A miss beside another stream's front leaves one block of room under the
+ * peaks: that granule goes to the other front, whose thread may be
+ * between its free and its next hit, not to the front served, whose next
+ * hit follows its own free. So A's next hit is its lane's. */
+Test(front_cache, the_room_under_the_peaks_goes_to_the_other_fronts_first)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    /* B's own free run of 8 KiB, merged back by the flush of B's miss. */
+    raw_free(&f, raw_alloc(&f, 8 * KiB, STREAM_B), STREAM_B);
+    uint64_t a1 = raw_alloc(&f, 4 * KiB, STREAM_A);
+    uint64_t a2 = raw_alloc(&f, 4 * KiB, STREAM_A);
+    uint64_t b1 = raw_alloc(&f, 4 * KiB, STREAM_B); /* peak: 3 blocks, 12 KiB */
+    raw_free(&f, b1, STREAM_B);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b1); /* handed out by B's front */
+    raw_free(&f, a1, STREAM_A);
+    raw_free(&f, a2, STREAM_A); /* waiting in A's front */
+    /* B's slot is dry: the trees serve it beside A's front, which leaves 1
+     * block, 4 KiB, of room under the peaks. */
+    raw_alloc(&f, 4 * KiB, STREAM_B);
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), a2);
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "A's hit went to the lock");
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.allocation[GPUCACHE_STAT_ALL].peak, 3);
+    cr_assert_eq(stats.allocated_bytes[GPUCACHE_STAT_ALL].peak, (int64_t)(12 * KiB));
     fixture_check(&f);
     fixture_close(&f);
 }

@@ -936,11 +936,15 @@ def paths_from(arguments):
                  arguments.timeout)
 
 
-def seed_range(text):
+def seed_range(text, first_seed=0):
+    """The seeds of --seeds: A:B as given, or N seeds from --first-seed."""
     if ":" in text:
+        if first_seed:
+            raise SystemExit(f"--seeds {text} names its first seed: --first-seed "
+                             f"{first_seed} applies to --seeds N and --hours only")
         first, last = text.split(":")
         return range(int(first), int(last))
-    return range(int(text))
+    return range(first_seed, first_seed + int(text))
 
 
 def report_failure(label, failures):
@@ -959,8 +963,9 @@ def command_run(arguments):
     paths = paths_from(arguments)
     configurations = arguments.conf if arguments.conf else CONFIGURATIONS
     deadline = time.monotonic() + arguments.hours * 3600 if arguments.hours else None
-    seeds = iter(seed_range(arguments.seeds)) if not deadline else \
+    seeds = iter(seed_range(arguments.seeds, arguments.first_seed)) if not deadline else \
         iter(range(arguments.first_seed, 1 << 62))
+    lowest = highest = None
     passed = failed = operations = 0
     failing = []
     started = time.monotonic()
@@ -984,6 +989,8 @@ def command_run(arguments):
                 running, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
                 seed, case, failures = future.result()
+                lowest = seed if lowest is None else min(lowest, seed)
+                highest = seed if highest is None else max(highest, seed)
                 operations += case.operation_count()
                 if failures:
                     failed += 1
@@ -1006,7 +1013,9 @@ def command_run(arguments):
                 print(f"minimised seed {seed} to {small.operation_count()} operations: "
                       f"{target}", flush=True)
     runs = (passed + failed) * (len(configurations) + 1)
-    print(f"{passed + failed} cases, {operations} operations, {runs} runs, "
+    # The seeds that ran, so that a log says which part of the space it covers.
+    covered = f" (seeds {lowest}-{highest})" if lowest is not None else ""
+    print(f"{passed + failed} cases{covered}, {operations} operations, {runs} runs, "
           f"{elapsed:.1f} s", flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
