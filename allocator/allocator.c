@@ -511,9 +511,9 @@ static uint64_t front_hit(struct gpucache_allocator *allocator, struct block *bl
  * (front_cache_allocated_beside). */
 static uint64_t allocate_beside_fronts(struct gpucache_allocator *allocator,
                                        struct front_cache *front, struct block *block,
-                                       size_t size, size_t rounded, gpucache_stream stream)
+                                       size_t size, size_t rounded, gpucache_stream stream,
+                                       bool lower_bound)
 {
-    bool lower_bound = block->segment->kind == SEGMENT_PLAIN;
     struct front_peaks peaks;
     front_cache_save_peaks(allocator, block->pool, &peaks);
     block = allocate_found_block(allocator, block, size, rounded, stream, lower_bound);
@@ -522,19 +522,24 @@ static uint64_t allocate_beside_fronts(struct gpucache_allocator *allocator,
 }
 
 /* Whether the free block `block` could have been merged into the stream
- * of a neighbour that waits in (or was freed through) a front other than
- * `own`: merged back at its free, as merge-at-free would have, that
- * neighbour takes in free neighbours cleared for its stream, so the
- * allocation must wait for the flush that merges it. A block no fence has
- * cleared was not mergeable then either. */
-static bool beside_other_fronts(const struct gpucache_allocator *allocator,
-                                const struct block *block, const struct front_cache *own)
+ * of a neighbour that waits in the slot of a front other than `own`, where
+ * this stream could not then have taken it: freed at once, as
+ * merge-at-free frees it, that neighbour takes in free neighbours cleared
+ * for its stream, and merge-at-free would grow here unless the merged
+ * block is cleared too. So the allocation waits for the flush that merges
+ * it. A block no fence has cleared was not mergeable then either; a
+ * neighbour a front handed out, or one whose synchronous free waits for its
+ * fence, is not free under merge-at-free; a neighbour cleared for every
+ * stream leaves its merged block to this stream's cross-stream fit. */
+static bool beside_other_fronts(struct gpucache_allocator *allocator, const struct block *block,
+                                const struct front_cache *own)
 {
-    const struct block *neighbours[2] = {block->prev, block->next};
+    struct block *neighbours[2] = {block->prev, block->next};
     for (int i = 0; i < 2; i++)
         if (neighbours[i] != NULL && neighbours[i]->state == BLOCK_FRONT &&
             (own == NULL || neighbours[i]->front != own->index) &&
-            block_cleared(allocator, block))
+            block_cleared(allocator, block) && !block_cleared(allocator, neighbours[i]) &&
+            front_cache_slot_holds(allocator, neighbours[i]))
             return true;
     return false;
 }
@@ -565,11 +570,18 @@ static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct fr
         return false;
     if (own != NULL)
         front_cache_empty_slots(allocator, own);
+    /* The stream's best fit (in a plain segment the lower bound itself),
+     * else, as the miss chain would take next, a block of another stream
+     * that no GPU work can still be using. */
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
+    bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
+    if (block == NULL)
+        block = free_blocks_cross_stream_fit(allocator, pool, stream, rounded);
     if (block != NULL) {
         if (beside_other_fronts(allocator, block, own))
             return false;
-        *address = allocate_beside_fronts(allocator, own, block, size, rounded, stream);
+        *address =
+            allocate_beside_fronts(allocator, own, block, size, rounded, stream, lower_bound);
         return true;
     }
     if (!batch_waits)

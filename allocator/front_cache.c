@@ -761,6 +761,19 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     return block;
 }
 
+bool front_cache_slot_holds(struct gpucache_allocator *allocator, const struct block *block)
+{
+    struct front_cache *front = &allocator->fronts[block->front];
+    front_lock(front);
+    struct front_slot *slot = slot_for_key(front, block->size | block->pool);
+    bool held = false;
+    for (const struct block *waiting = slot != NULL ? slot->top : NULL;
+         waiting != NULL && !held; waiting = waiting->list_next)
+        held = waiting == block;
+    front_unlock(front);
+    return held;
+}
+
 bool front_cache_keeps(struct front_cache *front, uint64_t key)
 {
     front_lock(front);

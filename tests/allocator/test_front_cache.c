@@ -374,10 +374,11 @@ Test(front_cache, a_lane_free_before_a_synchronize_is_cleared_by_it)
 {
     struct fixture f;
     open_held(&f, 1 * GiB);
-    uint64_t a = lane_cycle(&f, 4 * KiB, STREAM_A);
+    /* A whole segment: no other free block could serve B. */
+    uint64_t a = lane_cycle(&f, 20 * MiB, STREAM_A);
     raw_free(&f, a, STREAM_A); /* the lane */
     gpucache_allocator_synchronized(f.allocator, false, STREAM_A);
-    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), a,
+    cr_assert_eq(raw_alloc(&f, 20 * MiB, STREAM_B), a,
                  "stream A's work is done: another stream may take the block");
     fixture_check(&f);
     fixture_close(&f);
@@ -1038,6 +1039,86 @@ Test(front_cache, a_hit_that_passes_only_the_active_peak_raises_it)
     cr_assert_eq(stats.active[GPUCACHE_STAT_ALL].peak, 19);
     cr_assert_eq(stats.allocation[GPUCACHE_STAT_ALL].peak, 10);
     twin_close(&t);
+}
+
+/* A fit beside another stream's front, where that front's neighbouring
+ * block is one it handed out, or waits in its slot cleared for every
+ * stream: merge-at-free would not have taken the fit into that stream
+ * where this stream could not take it back, so the miss leaves the front
+ * serving. */
+Test(front_cache, a_fit_beside_another_fronts_cleared_or_handed_out_block_leaves_it_serving)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    /* A's run, then B's two blocks right after it. */
+    uint64_t run = raw_alloc(&f, 16 * KiB, STREAM_A);
+    uint64_t b1 = raw_alloc(&f, 4 * KiB, STREAM_B);
+    uint64_t b2 = raw_alloc(&f, 4 * KiB, STREAM_B);
+    raw_free(&f, b2, STREAM_B);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b2); /* B's front hands b2 out */
+    raw_free(&f, b1, STREAM_B); /* b1 waits in B's slot... */
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_B); /* ...cleared */
+    raw_free(&f, run, STREAM_A);
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_A); /* the run is cleared */
+    /* A's front holds the run; an 8 KiB miss merges it back and takes it,
+     * beside b1. */
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    cr_assert_eq(raw_alloc(&f, 8 * KiB, STREAM_A), run);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b1, "B's front was flushed");
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "B's hit was not its lane's");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* The same beside a block another front handed out, freed and not cleared
+ * since: allocated under merge-at-free, it takes nothing in. */
+Test(front_cache, a_fit_beside_a_block_another_front_handed_out_leaves_it_serving)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    uint64_t run = raw_alloc(&f, 16 * KiB, STREAM_A);
+    uint64_t b2 = raw_alloc(&f, 4 * KiB, STREAM_B);
+    uint64_t b3 = raw_alloc(&f, 4 * KiB, STREAM_B);
+    raw_free(&f, b2, STREAM_B);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b2); /* handed out by B's lane */
+    raw_free(&f, b3, STREAM_B);                           /* waits in B's slot */
+    raw_free(&f, run, STREAM_A);
+    gpucache_allocator_synchronized(f.allocator, false, STREAM_A); /* the run is cleared */
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    cr_assert_eq(raw_alloc(&f, 8 * KiB, STREAM_A), run); /* beside b2 */
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b3, "B's front was flushed");
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "B's hit was not its lane's");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* A miss whose stream has no free block of its own takes, as the miss
+ * chain would, a block of another stream that no work can still use,
+ * without flushing the fronts. */
+Test(front_cache, a_miss_takes_another_streams_cleared_block_beside_the_fronts)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    /* B's segment; its free rest is B's, cleared (no work used it). */
+    uint64_t b = raw_alloc(&f, 4 * KiB, STREAM_B);
+    raw_free(&f, b, STREAM_B);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b); /* B's front hands b out */
+    uint64_t reserved = accounting_driver_used_bytes(f.driver);
+    uint64_t hits_before, frees_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees_before);
+    raw_alloc(&f, 8 * KiB, STREAM_A);  /* A has no block of its own */
+    raw_alloc(&f, 64 * KiB, STREAM_A); /* nor now */
+    cr_assert_eq(accounting_driver_used_bytes(f.driver), reserved, "the misses grew");
+    raw_free(&f, b, STREAM_B);
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(frees - frees_before, 1, "B's front was flushed: b was no longer its");
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b);
+    fixture_check(&f);
+    fixture_close(&f);
 }
 
 /* A block of max_split_size or more that the trees serve beside a claimed
