@@ -575,8 +575,15 @@ static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct fr
      * that no GPU work can still be using. */
     struct block *block = free_blocks_best_fit(allocator, pool, stream, rounded);
     bool lower_bound = block != NULL && block->segment->kind == SEGMENT_PLAIN;
-    if (block == NULL)
+    if (block == NULL) {
+        /* A block taken into a stream's keeping needs the stream's state,
+         * as the miss chain makes it: without one, nothing could prove the
+         * stream's work on it done, and it would never merge with a
+         * neighbour of another stream nor its segment go back. */
+        if (stream_state_find(allocator, stream, true) == NULL)
+            return false;
         block = free_blocks_cross_stream_fit(allocator, pool, stream, rounded);
+    }
     if (block != NULL) {
         if (beside_other_fronts(allocator, block, own))
             return false;
