@@ -1042,58 +1042,45 @@ Test(front_cache, a_hit_that_passes_only_the_active_peak_raises_it)
 }
 
 /* A fit beside another stream's front, where that front's neighbouring
- * block is one it handed out, or waits in its slot cleared for every
- * stream: merge-at-free would not have taken the fit into that stream
- * where this stream could not take it back, so the miss leaves the front
- * serving. */
-Test(front_cache, a_fit_beside_another_fronts_cleared_or_handed_out_block_leaves_it_serving)
+ * block waits in its slot cleared for every stream (`in_slot`), or is one
+ * it handed out, freed and not cleared since: merge-at-free would not have
+ * taken the fit into that stream where this stream could not take it
+ * back, so the miss leaves the front serving. The layout is A's run, then
+ * B's neighbour and one more block of B. */
+static void fit_beside_another_front(bool in_slot)
 {
     struct fixture f;
     fixture_start(&f, NULL, 1 * GiB);
-    /* A's run, then B's two blocks right after it. */
     uint64_t run = raw_alloc(&f, 16 * KiB, STREAM_A);
-    uint64_t b1 = raw_alloc(&f, 4 * KiB, STREAM_B);
-    uint64_t b2 = raw_alloc(&f, 4 * KiB, STREAM_B);
-    raw_free(&f, b2, STREAM_B);
-    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b2); /* B's front hands b2 out */
-    raw_free(&f, b1, STREAM_B); /* b1 waits in B's slot... */
-    gpucache_allocator_synchronized(f.allocator, false, STREAM_B); /* ...cleared */
+    uint64_t neighbour = raw_alloc(&f, 4 * KiB, STREAM_B);
+    uint64_t other = raw_alloc(&f, 4 * KiB, STREAM_B);
+    uint64_t handed = in_slot ? other : neighbour, waiting = in_slot ? neighbour : other;
+    raw_free(&f, handed, STREAM_B);
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), handed); /* handed out by B's lane */
+    raw_free(&f, waiting, STREAM_B);                         /* waits in B's slot */
+    if (in_slot)
+        gpucache_allocator_synchronized(f.allocator, false, STREAM_B); /* cleared */
     raw_free(&f, run, STREAM_A);
     gpucache_allocator_synchronized(f.allocator, false, STREAM_A); /* the run is cleared */
-    /* A's front holds the run; an 8 KiB miss merges it back and takes it,
-     * beside b1. */
+    /* A's front holds the run; an 8 KiB miss merges it back and takes it. */
     uint64_t hits_before, hits, frees;
     gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
     cr_assert_eq(raw_alloc(&f, 8 * KiB, STREAM_A), run);
-    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b1, "B's front was flushed");
+    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), waiting, "B's front was flushed");
     gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
     cr_assert_eq(hits - hits_before, 1, "B's hit was not its lane's");
     fixture_check(&f);
     fixture_close(&f);
 }
 
-/* The same beside a block another front handed out, freed and not cleared
- * since: allocated under merge-at-free, it takes nothing in. */
+Test(front_cache, a_fit_beside_another_fronts_cleared_block_leaves_it_serving)
+{
+    fit_beside_another_front(true);
+}
+
 Test(front_cache, a_fit_beside_a_block_another_front_handed_out_leaves_it_serving)
 {
-    struct fixture f;
-    fixture_start(&f, NULL, 1 * GiB);
-    uint64_t run = raw_alloc(&f, 16 * KiB, STREAM_A);
-    uint64_t b2 = raw_alloc(&f, 4 * KiB, STREAM_B);
-    uint64_t b3 = raw_alloc(&f, 4 * KiB, STREAM_B);
-    raw_free(&f, b2, STREAM_B);
-    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b2); /* handed out by B's lane */
-    raw_free(&f, b3, STREAM_B);                           /* waits in B's slot */
-    raw_free(&f, run, STREAM_A);
-    gpucache_allocator_synchronized(f.allocator, false, STREAM_A); /* the run is cleared */
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
-    cr_assert_eq(raw_alloc(&f, 8 * KiB, STREAM_A), run); /* beside b2 */
-    cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), b3, "B's front was flushed");
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
-    cr_assert_eq(hits - hits_before, 1, "B's hit was not its lane's");
-    fixture_check(&f);
-    fixture_close(&f);
+    fit_beside_another_front(false);
 }
 
 /* A miss whose stream has no free block of its own takes, as the miss
