@@ -538,8 +538,8 @@ static bool beside_other_fronts(struct gpucache_allocator *allocator, const stru
     for (int i = 0; i < 2; i++)
         if (neighbours[i] != NULL && neighbours[i]->state == BLOCK_FRONT &&
             (own == NULL || neighbours[i]->front != own->index) &&
-            block_cleared(allocator, block) && !block_cleared(allocator, neighbours[i]) &&
-            front_cache_slot_holds(allocator, neighbours[i]))
+            block_cleared(allocator, block) &&
+            front_cache_slot_holds_uncleared(allocator, neighbours[i]))
             return true;
     return false;
 }

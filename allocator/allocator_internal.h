@@ -753,9 +753,12 @@ static inline struct front_cache *front_cache_of_stream(struct gpucache_allocato
  * lock. */
 bool front_cache_keeps(struct front_cache *front, uint64_t key);
 /* Whether the BLOCK_FRONT `block` waits in a slot of its front (free under
- * merge-at-free), not handed out nor waiting for a fence. Walks the slot:
- * for misses only. Under the allocator's lock. */
-bool front_cache_slot_holds(struct gpucache_allocator *allocator, const struct block *block);
+ * merge-at-free), not handed out nor waiting for a fence, and is not
+ * cleared for every stream; read under its front's lock, since its lane
+ * writes the block. Walks the slot: for misses only. Under the allocator's
+ * lock. */
+bool front_cache_slot_holds_uncleared(struct gpucache_allocator *allocator,
+                                      const struct block *block);
 /* Merges back the blocks waiting in `front`'s slots; the front stays
  * claimed, with its sizes, its handed-out blocks and its batches. Under the
  * allocator's lock. */

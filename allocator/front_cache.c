@@ -761,15 +761,18 @@ struct block *front_cache_take(struct gpucache_allocator *allocator, gpucache_st
     return block;
 }
 
-bool front_cache_slot_holds(struct gpucache_allocator *allocator, const struct block *block)
+bool front_cache_slot_holds_uncleared(struct gpucache_allocator *allocator,
+                                      const struct block *block)
 {
     struct front_cache *front = &allocator->fronts[block->front];
+    /* Its lane writes the block's free_tick under this lock. */
     front_lock(front);
     struct front_slot *slot = slot_for_key(front, block->size | block->pool);
     bool held = false;
     for (const struct block *waiting = slot != NULL ? slot->top : NULL;
          waiting != NULL && !held; waiting = waiting->list_next)
         held = waiting == block;
+    held = held && !block_cleared(allocator, block);
     front_unlock(front);
     return held;
 }
