@@ -470,11 +470,18 @@ static bool front_put_in_front(struct gpucache_allocator *allocator, struct bloc
     return taken;
 }
 
+/* Whether a slot may hold `block`: oversize blocks change
+ * oversize_allocations and are few; blocks of a pinned segment are
+ * retained, never reused. */
+static inline bool slot_may_hold(const struct gpucache_allocator *allocator,
+                                 const struct block *block)
+{
+    return block->size < allocator->config->max_split_size && !block->segment->pinned;
+}
+
 bool front_cache_put(struct gpucache_allocator *allocator, struct block *block)
 {
-    /* Oversize blocks change oversize_allocations and are few; blocks of a
-     * pinned segment are retained, never reused. */
-    if (block->size >= allocator->config->max_split_size || block->segment->pinned)
+    if (!slot_may_hold(allocator, block))
         return false;
     /* Reusable at once on its own stream; other streams need a fence after
      * this free. */
@@ -487,7 +494,7 @@ bool front_cache_put_after_fence(struct gpucache_allocator *allocator, struct bl
     /* A retired stream allocates nothing; the address map must take the
      * block back, which the block store reserved room for. */
     if (!allocator->completions_to_front || block->stream == STREAM_RETIRED ||
-        block->size >= allocator->config->max_split_size || block->segment->pinned)
+        !slot_may_hold(allocator, block))
         return false;
     block->front_after_fence = true;
     if (!front_put_in_front(allocator, block)) {
@@ -840,12 +847,9 @@ void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct f
     }
     front_lock(front);
     put_peaks_right(allocator, front, block, saved);
-    /* As front_cache_put: only blocks a slot may hold come back through the
-     * lane. */
+    /* Only blocks a slot may hold come back through the lane. */
     struct handed_out_entry *entry =
-        block->size < allocator->config->max_split_size && !block->segment->pinned
-            ? handed_out_room(front, block->address)
-            : NULL;
+        slot_may_hold(allocator, block) ? handed_out_room(front, block->address) : NULL;
     if (entry != NULL) {
         block->state = BLOCK_FRONT;
         block->front = front->index;
