@@ -375,7 +375,7 @@ static void finish_outstanding_work(struct gpucache_allocator *allocator)
 {
     allocator->stats.num_sync_all_streams++;
     bool outstanding = allocator->stats.pending_blocks.current > 0 ||
-                       allocator->tick > allocator->all_completed_tick;
+                       allocator_tick(allocator) > allocator->all_completed_tick;
     if (outstanding && !epochs_wait_all(allocator))
         synchronize_device_for_reuse(allocator);
 }
@@ -415,7 +415,7 @@ static struct block *allocate_on_miss(struct gpucache_allocator *allocator, enum
         return block;
     epochs_request_cross_stream_clearing(allocator, pool, stream, rounded);
     while (allocator->synchronous_closed_bytes[pool] != 0) {
-        if (!epochs_wait_oldest(allocator, pool, NULL))
+        if (!epochs_wait_oldest(allocator, pool))
             break;
         if ((block = take_cached_block(allocator, pool, stream, rounded)) != NULL)
             return block;
@@ -593,12 +593,10 @@ static bool malloc_beside_fronts(struct gpucache_allocator *allocator, struct fr
     }
     if (!batch_waits)
         return false;
-    allocator->completions_to_front = true;
     /* Its own batch: another front's would refill that front, not this
      * one, and the miss would then flush them all. */
-    bool waited = epochs_wait_oldest(allocator, pool, own);
-    allocator->completions_to_front = false;
-    if (!waited || (block = front_cache_take(allocator, stream, rounded, pool, size)) == NULL)
+    if (!front_cache_wait_batch(allocator, own) ||
+        (block = front_cache_take(allocator, stream, rounded, pool, size)) == NULL)
         return false;
     *address = front_hit(allocator, block, size, pool, stream);
     return true;
@@ -649,6 +647,11 @@ malloc_locked(struct gpucache_allocator *allocator, size_t size, gpucache_stream
         if (allocator->closed_epoch_count != 0 &&
             (query_due || (allocator->mallocs_since_query++ & query_pace(allocator)) == 0))
             query_fences_from_hit_path(allocator);
+        /* The stream's own batches may refill its slot: the lane asks for
+         * them only when its slot takes a batch whole. */
+        struct front_cache *own = query_due ? front_cache_of_stream(allocator, stream) : NULL;
+        if (own != NULL && __atomic_load_n(&own->fenced_batches, __ATOMIC_RELAXED) != 0)
+            front_cache_complete_batches(allocator, own);
         size_t rounded = allocator->rounds_plainly ? size_policy_round_plainly(size)
                                                    : size_policy_round(allocator->config, size);
         enum pool_kind pool = size_policy_is_small(rounded) ? POOL_SMALL : POOL_LARGE;

@@ -118,6 +118,16 @@ struct lane_batch {
 };
 #define LANE_BATCH_MIXED UINT64_MAX
 
+/* A lane's batch fenced on every stream by the lane itself, waiting in its
+ * front: the front's lane or a program's synchronize completes it into the
+ * front's slots, a flush makes it an ordinary epoch (front_cache.c). */
+struct front_batch {
+    struct lane_batch batch;
+    struct gpucache_fence *fence;
+    uint64_t tick;      /* the allocator's tick, taken before the record */
+    uint64_t last_free; /* free_sequence, taken after its last free */
+};
+
 /* A batch of frees that become reusable together once `fence` completes. */
 struct epoch {
     struct gpucache_fence *fence;
@@ -128,13 +138,6 @@ struct epoch {
     size_t block_count;
     size_t bytes[POOL_COUNT];
     struct epoch *next;     /* next younger epoch of the same stream state */
-    /* Non-NULL: a batch of synchronous frees a lane served. Its blocks stay
-     * BLOCK_FRONT of this front, in the address map, their allocation
-     * statistics deferred; its completion puts them in the front's slots.
-     * A flush of the front makes it an ordinary epoch. */
-    struct front_cache *front;
-    uint64_t front_key;      /* the batch's key and requested bytes (struct lane_batch) */
-    int64_t front_requested;
 };
 
 /* Reuse-safety bookkeeping for one stream, or (all_streams) for synchronous
@@ -187,6 +190,10 @@ struct stream_state {
  * sets of addresses, so a lookup is two compares; a hit whose address finds
  * both ways taken is served by the ordinary path. */
 #define FRONT_HANDED_OUT_SETS 64
+/* A lane's batches waiting for their fences in its front: enough to cover
+ * a fence's delay at the rate a thread frees; with every one waiting, the
+ * oldest becomes an ordinary epoch. */
+#define FRONT_FENCED_BATCHES 8
 
 struct handed_out_entry {
     uint64_t address; /* 0: empty */
@@ -260,19 +267,32 @@ struct front_cache {
      * (linked by list_next): BLOCK_FRONT, their allocation statistics
      * deferred like a slot's blocks', not yet counted pending. */
     struct lane_batch unfenced;
-    /* Its batches fenced and not yet completed: written under the
-     * allocator's lock, read by its lane (fenced_batches_add). */
+    /* Its lane's batches waiting for their fences, oldest first from
+     * fenced[fenced_oldest]: their blocks stay BLOCK_FRONT and in the
+     * address map. fenced_batches is read without the lock by misses. */
+    struct front_batch fenced[FRONT_FENCED_BATCHES];
+    uint32_t fenced_oldest;
     uint32_t fenced_batches;
+    /* The pending statistics of its unfenced and fenced batches ([0]
+     * blocks, [1] bytes), which the statistics read only after a flush.
+     * Each may rise to its ceiling without the allocator's lock: the
+     * ceilings of all fronts and the pending values add up to at most the
+     * peaks, so no rise passes a peak unseen (front_cache_pending_room),
+     * and a completion may lower them anywhere. pending_most is the most it
+     * held at a fence, what a new sharing gives it first. */
+    int64_t pending_waiting[2];
+    int64_t pending_ceiling[2];
+    int64_t pending_most[2];
+    int64_t pending_completed[2]; /* completed here: pending's totals, at the flush */
+    /* What its lane's fences owe the statistics and the clearing of every
+     * stream (the newest tick a completed batch proves), at the flush. */
+    uint64_t epochs_closed;
+    int64_t driver_nanoseconds;
+    uint64_t completed_tick;
     /* The blocks it handed out, still allocated: address -> block. */
     struct handed_out_entry handed_out[FRONT_HANDED_OUT_SETS][2];
     uint32_t handed_out_count;
 };
-
-static inline void fenced_batches_add(struct front_cache *front, int amount)
-{
-    __atomic_store_n(&front->fenced_batches, front->fenced_batches + (uint32_t)amount,
-                     __ATOMIC_RELAXED);
-}
 
 struct block_store {
     struct block *free_list;
@@ -296,13 +316,20 @@ struct gpucache_allocator {
     gpucache_event_observer *observer;
     void *observer_context;
 
-    /* Read by the lanes, written under the lock at fences, completions and
-     * the hit path's queries: a line of their own too. */
-    _Alignas(64) uint64_t tick;
-    size_t closed_epoch_count;
+    /* Read by every lane call, written under the lock at the ordinary
+     * path's fences, completions and queries: a line of their own too. */
+    _Alignas(64) size_t closed_epoch_count;
     /* Widens the hit path's query pace while queries find nothing
      * completed (query_pace). */
     unsigned query_backoff;
+
+    /* Taken by every fence, the lanes' too, which read the tick at their
+     * same-stream frees: apart from the lines above, so that one thread's
+     * fence does not take them from the others' cores. */
+    _Alignas(64) uint64_t tick;
+    /* Counts frees that wait in epochs, so that a synchronize the program
+     * made while other threads freed completes only the frees before it. */
+    uint64_t free_sequence;
 
     _Alignas(64) pthread_mutex_t mutex;
     const struct gpucache_config *config;
@@ -317,9 +344,6 @@ struct gpucache_allocator {
 
     /* Reuse safety. */
     unsigned mallocs_since_query; /* paces fence queries on the hit path */
-    /* Counts frees that wait in epochs, so that a synchronize the program
-     * made while other threads freed completes only the frees before it. */
-    uint64_t free_sequence;
     uint64_t all_completed_tick; /* every stream's work before it is done */
     struct stream_state all_streams;
     struct stream_state **streams; /* per-stream states, incl. STREAM_RETIRED */
@@ -327,6 +351,10 @@ struct gpucache_allocator {
     size_t stream_capacity;
     size_t synchronous_closed_bytes[POOL_COUNT]; /* in closed epochs of synchronous frees */
     struct epoch *spare_epochs;
+    /* The fronts' pending ceilings summed ([0] blocks, [1] bytes): a
+     * pending rise under the lock stays within the peaks with them
+     * (pending_increase). */
+    int64_t pending_ceilings[2];
 
     /* Limits resolved at the first growth (resolve_memory_limits in
      * allocator.c), when the device's context can be asked its size. */
@@ -373,13 +401,24 @@ static inline unsigned query_pace(const struct gpucache_allocator *allocator)
     return 7u | __atomic_load_n(&allocator->query_backoff, __ATOMIC_RELAXED);
 }
 
-/* The allocator's tick (reuse_epochs.c): written under its lock, read
- * without it by the lanes. */
+/* The allocator's tick (reuse_epochs.c): the lanes read it and take one
+ * for their fences without the allocator's lock, so every access is
+ * atomic. */
 static inline uint64_t allocator_next_tick(struct gpucache_allocator *allocator)
 {
-    uint64_t next = allocator->tick + 1;
-    __atomic_store_n(&allocator->tick, next, __ATOMIC_RELEASE);
-    return next;
+    return __atomic_add_fetch(&allocator->tick, 1, __ATOMIC_ACQ_REL);
+}
+
+static inline uint64_t allocator_tick(const struct gpucache_allocator *allocator)
+{
+    return __atomic_load_n(&allocator->tick, __ATOMIC_ACQUIRE);
+}
+
+/* The free sequence (struct epoch's last_free), taken by the lanes' fences
+ * too. */
+static inline uint64_t allocator_next_free(struct gpucache_allocator *allocator)
+{
+    return __atomic_add_fetch(&allocator->free_sequence, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Builds the event and calls the observer: out of line, so that a hit
@@ -591,18 +630,18 @@ void epochs_close_all_open(struct gpucache_allocator *allocator);
 /* Appends the blocks of `list` (freed synchronously, linked by list_next)
  * to the open epoch of every stream, without closing it. */
 void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct block *list);
-/* Records a fence on every stream for the synchronous frees a lane of
- * `front` served, a closed epoch of their own; false
- * (nothing done) when no fence can be recorded (capture, driver error). */
-bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
-                             const struct lane_batch *batch);
+/* A lane's batch (its blocks settled: pending, out of the address map)
+ * becomes a closed epoch of every stream with its fence; false (nothing
+ * done) when no epoch could be had. */
+bool epochs_add_fenced_batch(struct gpucache_allocator *allocator, const struct front_batch *batch);
+/* Raises the pending statistics, keeping them within their peaks with the
+ * fronts' ceilings (front_cache_pending_room). No front's lock held. */
+void pending_increase(struct gpucache_allocator *allocator, int64_t blocks, int64_t bytes);
 /* Frees the blocks of every epoch whose fence has completed. */
 void epochs_process_completed(struct gpucache_allocator *allocator);
 /* Waits for the oldest closed epoch of synchronous frees holding bytes of
- * `pool` (and the older ones), with `front` the oldest of that front's lane's
- * batches; false if there is none or the wait failed. */
-bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool,
-                        const struct front_cache *front);
+ * `pool` (and the older ones); false if there is none or the wait failed. */
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool);
 /* Before the last retry: fences every stream with pending or uncleared
  * blocks and waits for all of them. True when every block is then free and
  * cleared for every stream; false when only a device synchronize can say so. */
@@ -614,7 +653,9 @@ static inline struct gpucache_sync_point epochs_now(struct gpucache_allocator *a
     /* A tick of its own: a lane's free stamps the tick after the one it
      * reads, so every free the lanes made before this point is at or
      * below it, and none made after. */
-    return (struct gpucache_sync_point){allocator_next_tick(allocator), allocator->free_sequence};
+    return (struct gpucache_sync_point){
+        allocator_next_tick(allocator),
+        __atomic_load_n(&allocator->free_sequence, __ATOMIC_ACQUIRE)};
 }
 /* Everything issued before `since` is known complete: every block freed
  * before it is freed and cleared for every stream. */
@@ -781,21 +822,29 @@ void front_cache_save_peaks(struct gpucache_allocator *allocator, enum pool_kind
  * malloc_past_front). Under the allocator's lock. */
 void front_cache_allocated_beside(struct gpucache_allocator *allocator, struct front_cache *front,
                                   struct block *block, const struct front_peaks *saved);
-/* Fences the synchronous frees `front`'s lane served, as an epoch of every
- * stream; under the allocator's lock. */
+/* Fences the synchronous frees `front`'s lane served since its last
+ * batch, as a batch of the front (or, with every batch there waiting, the
+ * oldest made an ordinary epoch first; with no fence, they wait in the
+ * open epoch); under the allocator's lock. */
 void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front);
 /* front_cache_fence_batch for every front. */
 void front_cache_fence_batches(struct gpucache_allocator *allocator);
-/* The blocks of a completed epoch of `front`'s lane (see struct epoch):
- * free for every stream now, they wait in its slots, however many; under
- * the allocator's lock. */
-void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch);
-/* Lowers the pending statistics by `blocks` and `bytes`, their peaks first
- * raised to what they would read with the frees that wait unfenced in
- * fronts: those only raise them, so the highest value since the last
- * decrease is the one now. Under the allocator's lock. */
-void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t blocks,
-                                  int64_t bytes);
+/* Completes `front`'s batches whose fences have completed, into its slots;
+ * under the allocator's lock. */
+void front_cache_complete_batches(struct gpucache_allocator *allocator, struct front_cache *front);
+/* Waits for `front`'s oldest batch and completes it; false when none
+ * waits or the wait failed. Under the allocator's lock. */
+bool front_cache_wait_batch(struct gpucache_allocator *allocator, struct front_cache *front);
+/* A synchronize proved done every free up to `frees` (free_sequence): the
+ * fronts' batches up to it complete. Under the allocator's lock. */
+void front_cache_batches_done(struct gpucache_allocator *allocator, uint64_t frees);
+/* Shares the room under the pending peaks among the fronts' ceilings,
+ * after raising the peaks to what the statistics would read with `need`
+ * ([0] blocks, [1] bytes) more: `needy`'s ceiling covers `need` (NULL: the
+ * rise is the caller's, under the allocator's lock). Under the allocator's
+ * lock, no front's held. */
+void front_cache_pending_room(struct gpucache_allocator *allocator, struct front_cache *needy,
+                              const int64_t need[2]);
 
 /* Merges free neighbours that blocks of different streams kept apart, once
  * no GPU work can use them; run before giving memory back. */

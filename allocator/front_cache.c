@@ -168,9 +168,12 @@ static void release_block(struct gpucache_allocator *allocator, struct front_cac
     }
     block->front_after_fence = false;
     /* Every free_tick stays at or below the tick: the checks for "nothing
-     * freed since the last fence" compare them. */
-    if (block->free_tick > allocator->tick)
-        __atomic_store_n(&allocator->tick, block->free_tick, __ATOMIC_RELEASE);
+     * freed since the last fence" compare them. Lanes take ticks meanwhile. */
+    uint64_t tick = allocator_tick(allocator);
+    while (block->free_tick > tick &&
+           !__atomic_compare_exchange_n(&allocator->tick, &tick, block->free_tick, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
     block->state = BLOCK_ALLOCATED;
     block_becomes_free(allocator, block);
 }
@@ -236,6 +239,20 @@ static void settle_pair_totals(struct gpucache_allocator *allocator, struct fron
         }
         *pairs = (struct front_pair_totals){0, 0, 0, 0, 0};
     }
+    /* The batches its lane fenced and completed itself. */
+    struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
+    for (int i = 0; i < 2; i++) {
+        pending[i]->allocated += front->pending_completed[i];
+        pending[i]->freed += front->pending_completed[i];
+        front->pending_completed[i] = 0;
+    }
+    stats->num_epochs_closed += front->epochs_closed;
+    stats->driver_nanoseconds += front->driver_nanoseconds;
+    if (front->completed_tick > allocator->all_completed_tick)
+        allocator->all_completed_tick = front->completed_tick;
+    front->epochs_closed = 0;
+    front->driver_nanoseconds = 0;
+    front->completed_tick = 0;
 }
 
 /* A synchronous free the lane deferred becomes an ordinary pending block:
@@ -261,23 +278,67 @@ static void settle_synchronous_list(struct gpucache_allocator *allocator,
         settle_synchronous_free(allocator, front, block);
 }
 
+/* The pending values of `batch` leave the front for the statistics: its
+ * ceiling falls with them, so the sum stays within the peaks. */
+static void pending_leave_front(struct gpucache_allocator *allocator, struct front_cache *front,
+                                const struct lane_batch *batch)
+{
+    int64_t amount[2] = {(int64_t)batch->count,
+                         (int64_t)(batch->bytes[POOL_SMALL] + batch->bytes[POOL_LARGE])};
+    for (int i = 0; i < 2; i++) {
+        front->pending_waiting[i] -= amount[i];
+        front->pending_ceiling[i] -= amount[i];
+        allocator->pending_ceilings[i] -= amount[i];
+    }
+}
+
+/* The oldest of the front's fenced batches, taken out. */
+static struct front_batch pop_fenced(struct front_cache *front)
+{
+    struct front_batch batch = front->fenced[front->fenced_oldest];
+    front->fenced_oldest = (front->fenced_oldest + 1) % FRONT_FENCED_BATCHES;
+    __atomic_store_n(&front->fenced_batches, front->fenced_batches - 1, __ATOMIC_RELAXED);
+    return batch;
+}
+
+/* The front's oldest fenced batch becomes an ordinary epoch of every
+ * stream; its lock held. Without an epoch to hold it, its fence goes and
+ * its blocks are returned for the open epoch. */
+static struct block *settle_oldest_fenced(struct gpucache_allocator *allocator,
+                                          struct front_cache *front)
+{
+    struct front_batch batch = pop_fenced(front);
+    settle_synchronous_list(allocator, front, batch.batch.first);
+    pending_leave_front(allocator, front, &batch.batch);
+    if (epochs_add_fenced_batch(allocator, &batch))
+        return NULL;
+    driver_fence_release(allocator, batch.fence);
+    return batch.batch.first;
+}
+
+/* Appends `list` to `*to` (both linked by list_next). */
+static void append_blocks(struct block **to, struct block *list)
+{
+    while (*to != NULL)
+        to = &(*to)->list_next;
+    *to = list;
+}
+
 /* The front's fenced batches become ordinary epochs, and its unfenced
  * frees ordinary pending blocks, returned (linked by list_next) for the
  * open epoch; its lock held. */
 static struct block *settle_synchronous_frees(struct gpucache_allocator *allocator,
                                               struct front_cache *front)
 {
-    for (struct epoch *epoch = allocator->all_streams.oldest; epoch != NULL; epoch = epoch->next) {
-        if (epoch->front != front)
-            continue;
-        settle_synchronous_list(allocator, front, epoch->first);
-        epoch->front = NULL;
-        fenced_batches_add(front, -1);
-    }
-    struct block *unfenced = front->unfenced.first;
-    settle_synchronous_list(allocator, front, unfenced);
+    struct block *open = NULL;
+    while (front->fenced_batches != 0)
+        append_blocks(&open, settle_oldest_fenced(allocator, front));
+    struct lane_batch unfenced = front->unfenced;
+    settle_synchronous_list(allocator, front, unfenced.first);
+    pending_leave_front(allocator, front, &unfenced);
     front->unfenced = (struct lane_batch){0};
-    return unfenced;
+    append_blocks(&open, unfenced.first);
+    return open;
 }
 
 /* Empties a front and gives it up; its lock held. Returns its unfenced
@@ -295,6 +356,12 @@ static struct block *release_front_locked(struct gpucache_allocator *allocator,
             front->allocated_bytes_floor[pool] = front->active_blocks_floor[pool] =
                 front->active_bytes_floor[pool] = 0;
     front->floored = false;
+    /* Its waiting values left with its batches; what is left of its
+     * ceilings is room no one holds. */
+    for (int i = 0; i < 2; i++) {
+        allocator->pending_ceilings[i] -= front->pending_ceiling[i];
+        front->pending_ceiling[i] = front->pending_most[i] = 0;
+    }
     __atomic_store_n(&front->used, false, __ATOMIC_RELAXED);
     front->next_victim = 0;
     front->hits_since_query = 0;
@@ -331,6 +398,14 @@ void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64
         *frees += front->lane_frees;
         front_unlock(front);
     }
+}
+
+void gpucache_allocator_hold_lock(struct gpucache_allocator *allocator, bool held)
+{
+    if (held)
+        pthread_mutex_lock(&allocator->mutex);
+    else
+        pthread_mutex_unlock(&allocator->mutex);
 }
 
 uint64_t gpucache_allocator_lane_synchronous_frees(struct gpucache_allocator *allocator)
@@ -880,6 +955,152 @@ struct front_cache *front_lane_find_other(struct gpucache_allocator *allocator,
     return NULL;
 }
 
+/* ---- the lanes' batches: fenced and completed by the lane itself, in its
+ * front; the front's lock held throughout */
+
+/* Whether the blocks of `batch` can go to their slot without replacing
+ * another size's, which only the allocator's lock may merge back; claims an
+ * unused slot for them. */
+static bool batch_has_slot(struct front_cache *front, const struct lane_batch *batch)
+{
+    return batch->key != LANE_BATCH_MIXED && slot_for(front, batch->key) != NULL;
+}
+
+/* The blocks of a completed batch of the front, free for every stream now:
+ * every one goes back to its slot, past the depth that caps a stream's own
+ * frees, since these blocks are what the lane's synchronous frees
+ * circulate, enough of them to cover a fence's delay. They grew only from
+ * free blocks of the trees (malloc_beside_fronts), and a miss of their
+ * stream, or one that the trees cannot serve, merges them back there. The
+ * allocator's lock held too unless batch_has_slot. */
+static void batch_to_slots(struct gpucache_allocator *allocator, struct front_cache *front,
+                           const struct lane_batch *batch)
+{
+    struct block *list = batch->first;
+    if (allocator->observer != NULL)
+        for (struct block *block = list; block != NULL; block = block->list_next)
+            emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
+                       block->requested_size, block->stream);
+    int64_t amount[2] = {(int64_t)batch->count,
+                         (int64_t)(batch->bytes[POOL_SMALL] + batch->bytes[POOL_LARGE])};
+    for (int i = 0; i < 2; i++) {
+        front->pending_waiting[i] -= amount[i];
+        front->pending_completed[i] += amount[i];
+    }
+    if (batch->key != LANE_BATCH_MIXED) {
+        /* One size, as a step's temporaries mostly are: the whole list goes
+         * on top of its slot at once, as blocks freed on its stream (their
+         * allocation statistics were deferred all along). */
+        struct front_slot *slot = slot_claim(allocator, front, batch->key);
+        batch->last->list_next = slot->top;
+        slot->top = list;
+        slot->count += batch->count;
+        counter_add(&front->active_blocks[list->pool], (int64_t)batch->count);
+        counter_add(&front->active_bytes[list->pool], (int64_t)batch->bytes[list->pool]);
+        counter_add(&front->requested[list->pool], batch->requested);
+        return;
+    }
+    struct front_slot *slot = NULL; /* the previous block's */
+    while (list != NULL) {
+        struct block *block = list;
+        list = block->list_next;
+        uint64_t key = block->size | block->pool;
+        if (slot == NULL || slot->key != key)
+            slot = slot_claim(allocator, front, key);
+        slot_push(front, slot, block);
+    }
+}
+
+/* Fences the front's unfenced frees on every stream, as a batch of the
+ * front. False when every batch waits already, or no fence could be
+ * recorded (a capture, a driver error): the allocator's lock decides then
+ * (front_cache_fence_batch). The driver call holds only this lock, so
+ * threads on other streams go on meanwhile. */
+static bool fence_in_front(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    if (front->fenced_batches == FRONT_FENCED_BATCHES)
+        return false;
+    const struct gpucache_driver *driver = allocator->driver;
+    /* Taken before the record: a lane's free that read the older tick came
+     * before the record, so the fence covers it. */
+    uint64_t tick = allocator_next_tick(allocator);
+    struct gpucache_fence *fence = NULL;
+    gpucache_result result = GPUCACHE_ERROR_NOT_READY;
+    int64_t timer = driver_timer_start();
+    /* No events during capture: the blocks stay pending. */
+    if (!driver->capture_active(driver->context, allocator->device))
+        result = driver->fence_all_streams(driver->context, allocator->device, &fence);
+    front->driver_nanoseconds += monotonic_nanoseconds() - timer;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    struct front_batch *batch =
+        &front->fenced[(front->fenced_oldest + front->fenced_batches) % FRONT_FENCED_BATCHES];
+    batch->batch = front->unfenced;
+    batch->fence = fence;
+    batch->tick = tick;
+    /* After its last free: a synchronize whose point came before it proves
+     * nothing of this batch (front_cache_batches_done). */
+    batch->last_free = allocator_next_free(allocator);
+    front->unfenced = (struct lane_batch){0};
+    __atomic_store_n(&front->fenced_batches, front->fenced_batches + 1, __ATOMIC_RELAXED);
+    front->epochs_closed++;
+    for (int i = 0; i < 2; i++)
+        if (front->pending_waiting[i] > front->pending_most[i])
+            front->pending_most[i] = front->pending_waiting[i];
+    return true;
+}
+
+/* Completes the front's oldest batch if its fence has; the allocator's lock
+ * held too unless batch_has_slot. */
+static bool complete_oldest_fenced(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    const struct gpucache_driver *driver = allocator->driver;
+    struct gpucache_fence *fence = front->fenced[front->fenced_oldest].fence;
+    int64_t timer = driver_timer_start();
+    gpucache_result result = driver->fence_query(driver->context, fence);
+    if (result == GPUCACHE_SUCCESS)
+        driver->fence_release(driver->context, fence);
+    front->driver_nanoseconds += monotonic_nanoseconds() - timer;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    struct front_batch done = pop_fenced(front);
+    if (done.tick > front->completed_tick)
+        front->completed_tick = done.tick;
+    batch_to_slots(allocator, front, &done.batch);
+    return true;
+}
+
+/* The lane's hit from the slot of `rounded | pool`, or LANE_MISS; *dry
+ * when the slot had no block (not when its top block is not the lane's to
+ * serve). */
+static inline __attribute__((always_inline)) uint64_t
+lane_hit(struct gpucache_allocator *allocator, struct front_cache *front, gpucache_stream stream,
+         size_t size, size_t rounded, enum pool_kind pool, bool *dry)
+{
+    for (int i = 0; i < FRONT_SIZES; i++) {
+        struct front_slot *slot = &front->slots[i];
+        if (slot->key != (rounded | pool) || slot->top == NULL)
+            continue;
+        struct block *block = slot->top;
+        /* A request of another size, or a block whose allocation
+         * statistics fell at its free, moves peaks, and a block its set
+         * cannot hold could not come back here: the ordinary path takes
+         * them. */
+        struct handed_out_entry *entry = handed_out_room(front, block->address);
+        *dry = false;
+        if (block->requested_size != size || block->front_after_fence || entry == NULL ||
+            (front->floored && below_floors(front, block, pool)))
+            return LANE_MISS;
+        pop_for_hit(front, slot, pool, size);
+        handed_out_fill(front, entry, block);
+        front->lane_hits++;
+        emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size,
+                         stream);
+        return block->address;
+    }
+    return LANE_MISS;
+}
+
 uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_cache *front,
                             gpucache_stream stream, size_t size)
 {
@@ -893,42 +1114,31 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
     /* Querying fences costs driver calls and needs the allocator's lock; a
      * hit does not need the blocks they free, so only every 8th hit asks,
      * or fewer (query_pace). */
-    unsigned pace = query_pace(allocator);
     if (__atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0 &&
-        (front->hits_since_query++ & pace) == 0) {
+        (front->hits_since_query++ & query_pace(allocator)) == 0) {
         address = LANE_QUERY_DUE;
         goto done;
     }
-    for (int i = 0; i < FRONT_SIZES; i++) {
-        struct front_slot *slot = &front->slots[i];
-        if (slot->key != (rounded | pool) || slot->top == NULL)
-            continue;
-        struct block *block = slot->top;
-        /* A request of another size, or a block whose allocation
-         * statistics fell at its free, moves peaks, and a block its set
-         * cannot hold could not come back here: the ordinary path takes
-         * them. */
-        struct handed_out_entry *entry = handed_out_room(front, block->address);
-        if (block->requested_size != size || block->front_after_fence || entry == NULL ||
-            (front->floored && below_floors(front, block, pool)))
-            break;
-        pop_for_hit(front, slot, pool, size);
-        handed_out_fill(front, entry, block);
-        front->lane_hits++;
-        emit_block_event(allocator, GPUCACHE_EVENT_ALLOC, block->address, size, block->size,
-                         stream);
-        address = block->address;
-        break;
+    /* The front's own batches need only its lock. A dry slot asks for the
+     * oldest (below); so do the hits, at their pace, once half of them
+     * wait, since with every one waiting the next fence needs the
+     * allocator's lock. */
+    if (front->fenced_batches >= FRONT_FENCED_BATCHES / 2 &&
+        (front->hits_since_query++ & query_pace(allocator)) == 0 &&
+        batch_has_slot(front, &front->fenced[front->fenced_oldest].batch))
+        complete_oldest_fenced(allocator, front);
+    bool dry = true;
+    address = lane_hit(allocator, front, stream, size, rounded, pool, &dry);
+    if (address == LANE_MISS && dry && front->fenced_batches != 0) {
+        /* A batch of several sizes may need another size's slot merged
+         * back: the ordinary path asks for it then. If the fence has not
+         * completed, the trees serve the miss (malloc_beside_fronts), and
+         * the circulation grows to cover the fences' delay. */
+        if (!batch_has_slot(front, &front->fenced[front->fenced_oldest].batch))
+            address = LANE_QUERY_DUE;
+        else if (complete_oldest_fenced(allocator, front))
+            address = lane_hit(allocator, front, stream, size, rounded, pool, &dry);
     }
-    /* A completed fence may refill the slot: the ordinary path asks. While
-     * the front's own batches wait for their fences, the trees serve its
-     * misses (malloc_beside_front) and they ask at the hits' pace: a fence
-     * late by many pairs would otherwise cost a query per pair. */
-    if (address == LANE_MISS &&
-        __atomic_load_n(&allocator->closed_epoch_count, __ATOMIC_RELAXED) != 0 &&
-        (__atomic_load_n(&front->fenced_batches, __ATOMIC_RELAXED) == 0 ||
-         (front->hits_since_query++ & pace) == 0))
-        address = LANE_QUERY_DUE;
 done:
     front_unlock(front);
     return address;
@@ -964,11 +1174,8 @@ done:
     return taken;
 }
 
-/* The fence of a lane's batch, out of line: the lane's free then saves no
- * registers for it. (Taking in completed fences here as well, which saves
- * the dry slot's query a lock per batch, made two threads' pairs slower:
- * the lock is held longer, and the other thread's batches come back into
- * its front from this thread.) */
+/* The fence of a lane's batch that the front could not hold, out of line:
+ * the lane's free then saves no registers for it. */
 static __attribute__((noinline)) void fence_batch_locked(struct gpucache_allocator *allocator,
                                                          struct front_cache *front)
 {
@@ -977,11 +1184,39 @@ static __attribute__((noinline)) void fence_batch_locked(struct gpucache_allocat
     pthread_mutex_unlock(&allocator->mutex);
 }
 
+/* A synchronous free whose pending values would pass the front's ceilings:
+ * the room under the peaks is shared again, under the allocator's lock.
+ * Returns with the front's lock held. Out of line, as above. */
+static __attribute__((noinline)) void pending_room_locked(struct gpucache_allocator *allocator,
+                                                          struct front_cache *front,
+                                                          int64_t bytes)
+{
+    allocator_lock(allocator);
+    const int64_t need[2] = {1, bytes};
+    front_cache_pending_room(allocator, front, need);
+    pthread_mutex_unlock(&allocator->mutex);
+}
+
+static inline bool over_pending_ceiling(const struct front_cache *front, int64_t bytes)
+{
+    return front->pending_waiting[0] + 1 > front->pending_ceiling[0] ||
+           front->pending_waiting[1] + bytes > front->pending_ceiling[1];
+}
+
 bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
                                       struct front_cache *front, uint64_t address)
 {
     front_lock(front);
     struct handed_out_entry *entry = front->used ? handed_out_find(front, address) : NULL;
+    if (entry != NULL && over_pending_ceiling(front, (int64_t)entry->block->size)) {
+        int64_t bytes = (int64_t)entry->block->size;
+        front_unlock(front);
+        pending_room_locked(allocator, front, bytes);
+        /* Another thread may have freed it or flushed the front meanwhile. */
+        entry = front->used ? handed_out_find(front, address) : NULL;
+        if (entry != NULL && over_pending_ceiling(front, (int64_t)entry->block->size))
+            entry = NULL;
+    }
     if (entry == NULL) {
         front_unlock(front);
         return false;
@@ -990,10 +1225,12 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
     handed_out_clear(front, entry);
     /* No longer allocated, though the statistics wait, as for a block in a
      * slot; it stays BLOCK_FRONT (a lane never writes a block's state) and
-     * becomes pending when its batch is fenced or the front flushed. */
+     * becomes pending when the front is flushed. */
     enum pool_kind pool = block->pool;
     counter_add(&front->allocated_blocks[pool], 1);
     counter_add(&front->allocated_bytes[pool], (int64_t)block->size);
+    front->pending_waiting[0] += 1;
+    front->pending_waiting[1] += (int64_t)block->size;
     block->list_next = NULL;
     if (front->unfenced.last != NULL)
         front->unfenced.last->list_next = block;
@@ -1015,8 +1252,9 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
     bool fence_due = front->unfenced.count >= EPOCH_CLOSE_FREES ||
                      front->unfenced.bytes[POOL_SMALL] + front->unfenced.bytes[POOL_LARGE] >=
                          EPOCH_CLOSE_BYTES;
+    bool fenced = !fence_due || fence_in_front(allocator, front);
     front_unlock(front);
-    if (fence_due)
+    if (!fenced)
         fence_batch_locked(allocator, front);
     return true;
 }
@@ -1024,18 +1262,23 @@ bool front_lane_free_synchronously_in(struct gpucache_allocator *allocator,
 void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_cache *front)
 {
     front_lock(front);
-    struct lane_batch batch = front->unfenced;
-    front->unfenced = (struct lane_batch){0};
+    struct block *open = NULL;
+    if (front->unfenced.first != NULL) {
+        if (front->fenced_batches == FRONT_FENCED_BATCHES)
+            open = settle_oldest_fenced(allocator, front);
+        if (!fence_in_front(allocator, front)) {
+            /* No fence now (a capture, a driver error): they wait in the
+             * open epoch, as the ordinary path's synchronous frees do. */
+            struct lane_batch unfenced = front->unfenced;
+            settle_synchronous_list(allocator, front, unfenced.first);
+            pending_leave_front(allocator, front, &unfenced);
+            front->unfenced = (struct lane_batch){0};
+            append_blocks(&open, unfenced.first);
+        }
+    }
     front_unlock(front);
-    struct block *first = batch.first;
-    if (first == NULL || epochs_fence_lane_batch(allocator, front, &batch))
-        return;
-    /* No fence now (a capture, a driver error): they wait in the open
-     * epoch, as the ordinary path's synchronous frees do. */
-    front_lock(front);
-    settle_synchronous_list(allocator, front, first);
-    front_unlock(front);
-    epochs_add_synchronous_frees(allocator, first);
+    /* Outside the front's lock: the epochs may share the room again. */
+    epochs_add_synchronous_frees(allocator, open);
 }
 
 void front_cache_fence_batches(struct gpucache_allocator *allocator)
@@ -1044,66 +1287,113 @@ void front_cache_fence_batches(struct gpucache_allocator *allocator)
         front_cache_fence_batch(allocator, &allocator->fronts[__builtin_ctz(claimed)]);
 }
 
-void front_cache_batch_completed(struct gpucache_allocator *allocator, const struct epoch *batch)
+void front_cache_complete_batches(struct gpucache_allocator *allocator, struct front_cache *front)
 {
-    /* Every block goes back to its slot, past the depth that caps a
-     * stream's own frees: these blocks are what the lane's synchronous
-     * frees circulate, enough of them to cover a fence's delay. They grew
-     * only from free blocks of the trees (malloc_beside_front), and a miss
-     * of their stream, or one that the trees cannot serve, merges them
-     * back there. */
-    struct front_cache *front = batch->front;
-    struct block *list = batch->first;
-    fenced_batches_add(front, -1);
     front_lock(front);
-    if (batch->front_key != LANE_BATCH_MIXED) {
-        /* One size, as a step's temporaries mostly are: the whole list goes
-         * on top of its slot at once, as blocks freed on its stream (their
-         * allocation statistics were deferred all along). */
-        struct front_slot *slot = slot_claim(allocator, front, batch->front_key);
-        batch->last->list_next = slot->top;
-        slot->top = list;
-        slot->count += (uint32_t)batch->block_count;
-        counter_add(&front->active_blocks[list->pool], (int64_t)batch->block_count);
-        counter_add(&front->active_bytes[list->pool], (int64_t)batch->bytes[list->pool]);
-        counter_add(&front->requested[list->pool], batch->front_requested);
-        front_unlock(front);
-        return;
-    }
-    struct front_slot *slot = NULL; /* the previous block's */
-    while (list != NULL) {
-        struct block *block = list;
-        list = block->list_next;
-        uint64_t key = block->size | block->pool;
-        if (slot == NULL || slot->key != key)
-            slot = slot_claim(allocator, front, key);
-        slot_push(front, slot, block);
-    }
+    while (front->fenced_batches != 0 && complete_oldest_fenced(allocator, front))
+        ;
     front_unlock(front);
 }
 
-void front_cache_decrease_pending(struct gpucache_allocator *allocator, int64_t blocks,
-                                  int64_t bytes)
+bool front_cache_wait_batch(struct gpucache_allocator *allocator, struct front_cache *front)
 {
-    struct gpucache_stats *stats = &allocator->stats;
-    unsigned claimed = allocator->lanes_free_synchronously ? allocator->fronts_claimed : 0;
-    /* Every front's lock held across the reading and the decrease: a lane's
-     * free is then wholly before the decrease (and counted here) or after. */
-    int64_t waiting_blocks = 0, waiting_bytes = 0;
-    lock_fronts(allocator, claimed, NULL);
+    front_lock(front);
+    if (front->fenced_batches == 0) {
+        front_unlock(front);
+        return false;
+    }
+    /* Out of the front while the host waits, so that its lane goes on;
+     * only the allocator's lock, held here, could flush it. */
+    struct front_batch batch = pop_fenced(front);
+    front_unlock(front);
+    gpucache_result result;
+    DRIVER_CALL(allocator, result, fence_wait, batch.fence);
+    allocator->stats.num_fence_waits++;
+    front_lock(front);
+    struct block *open = NULL;
+    if (result == GPUCACHE_SUCCESS) {
+        driver_fence_release(allocator, batch.fence);
+        if (batch.tick > front->completed_tick)
+            front->completed_tick = batch.tick;
+        batch_to_slots(allocator, front, &batch.batch);
+    } else {
+        settle_synchronous_list(allocator, front, batch.batch.first);
+        pending_leave_front(allocator, front, &batch.batch);
+        if (!epochs_add_fenced_batch(allocator, &batch)) {
+            driver_fence_release(allocator, batch.fence);
+            open = batch.batch.first;
+        }
+    }
+    front_unlock(front);
+    epochs_add_synchronous_frees(allocator, open);
+    return result == GPUCACHE_SUCCESS;
+}
+
+void front_cache_batches_done(struct gpucache_allocator *allocator, uint64_t frees)
+{
+    for (unsigned claimed = allocator->fronts_claimed; claimed != 0; claimed &= claimed - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(claimed)];
+        front_lock(front);
+        while (front->fenced_batches != 0 &&
+               front->fenced[front->fenced_oldest].last_free <= frees) {
+            struct front_batch done = pop_fenced(front);
+            driver_fence_release(allocator, done.fence);
+            batch_to_slots(allocator, front, &done.batch);
+        }
+        front_unlock(front);
+    }
+}
+
+/* The room under one pending peak, shared: `index` 0 blocks, 1 bytes; every
+ * claimed front's lock held. Each front gets first what it held at most
+ * at a fence (so that fronts freeing at a steady pace come back here only
+ * when the peak rises), then an even share of what is left. */
+static int64_t share_pending_room(struct gpucache_allocator *allocator, unsigned claimed,
+                                  struct front_cache *needy, int index, int64_t need)
+{
+    struct gpucache_stat *stat =
+        index == 0 ? &allocator->stats.pending_blocks : &allocator->stats.pending_bytes;
+    int64_t reading = stat->current + need;
+    int64_t wants = 0;
     for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
         const struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
-        waiting_blocks += front->unfenced.count;
-        waiting_bytes += (int64_t)(front->unfenced.bytes[POOL_SMALL] +
-                                   front->unfenced.bytes[POOL_LARGE]);
+        int64_t held = front->pending_waiting[index] + (front == needy ? need : 0);
+        reading += front->pending_waiting[index];
+        if (front->pending_most[index] > held)
+            wants += front->pending_most[index] - held;
     }
-    struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
-    int64_t waiting[2] = {waiting_blocks, waiting_bytes};
-    int64_t amount[2] = {blocks, bytes};
-    for (int i = 0; i < 2; i++) {
-        if (pending[i]->current + waiting[i] > pending[i]->peak)
-            pending[i]->peak = pending[i]->current + waiting[i];
-        stat_decrease(pending[i], amount[i]);
+    if (reading > stat->peak)
+        stat->peak = reading;
+    int64_t room = stat->peak - reading;
+    bool wanted = room >= wants;
+    int64_t fronts = __builtin_popcount(claimed);
+    int64_t spare = wanted ? room - wants : room;
+    int64_t share = fronts != 0 ? spare / fronts : 0;
+    int64_t ceilings = 0;
+    for (unsigned rest = claimed; rest != 0; rest &= rest - 1) {
+        struct front_cache *front = &allocator->fronts[__builtin_ctz(rest)];
+        int64_t held = front->pending_waiting[index] + (front == needy ? need : 0);
+        int64_t want = wanted && front->pending_most[index] > held
+                           ? front->pending_most[index] - held
+                           : 0;
+        front->pending_ceiling[index] = held + want + share;
+        ceilings += front->pending_ceiling[index];
     }
-    unlock_fronts(allocator, claimed, NULL);
+    return ceilings;
+}
+
+void front_cache_pending_room(struct gpucache_allocator *allocator, struct front_cache *needy,
+                              const int64_t need[2])
+{
+    unsigned claimed = allocator->fronts_claimed;
+    lock_fronts(allocator, claimed, NULL);
+    bool needy_claimed = needy != NULL && (claimed & 1u << needy->index) != 0;
+    /* A front flushed meanwhile frees nothing more: its need is no rise. */
+    bool counted = needy == NULL || needy_claimed;
+    for (int i = 0; i < 2; i++)
+        allocator->pending_ceilings[i] = share_pending_room(
+            allocator, claimed, needy_claimed ? needy : NULL, i, counted ? need[i] : 0);
+    unlock_fronts(allocator, claimed, needy_claimed ? needy : NULL);
+    if (needy != NULL && !needy_claimed)
+        front_lock(needy);
 }

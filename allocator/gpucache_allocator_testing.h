@@ -27,4 +27,8 @@ void gpucache_allocator_lane_counts(struct gpucache_allocator *allocator, uint64
 /* Of those frees, the synchronous ones. */
 uint64_t gpucache_allocator_lane_synchronous_frees(struct gpucache_allocator *allocator);
 
+/* Takes (`held`) or lets go of the allocator's lock, for tests of what the
+ * lanes do without it. */
+void gpucache_allocator_hold_lock(struct gpucache_allocator *allocator, bool held);
+
 #endif

@@ -61,9 +61,25 @@ static void append_pending(struct gpucache_allocator *allocator, struct stream_s
     open->last = block;
     open->block_count++;
     open->bytes[block->pool] += block->size;
-    open->last_free = ++allocator->free_sequence;
-    stat_increase(&allocator->stats.pending_blocks, 1);
-    stat_increase(&allocator->stats.pending_bytes, (int64_t)block->size);
+    open->last_free = allocator_next_free(allocator);
+    pending_increase(allocator, 1, (int64_t)block->size);
+}
+
+void pending_increase(struct gpucache_allocator *allocator, int64_t blocks, int64_t bytes)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    /* With every ceiling 0 no front holds pending blocks, and the values
+     * read here are what the statistics read. */
+    if ((allocator->pending_ceilings[0] != 0 || allocator->pending_ceilings[1] != 0) &&
+        (stats->pending_blocks.current + blocks + allocator->pending_ceilings[0] >
+             stats->pending_blocks.peak ||
+         stats->pending_bytes.current + bytes + allocator->pending_ceilings[1] >
+             stats->pending_bytes.peak)) {
+        const int64_t need[2] = {blocks, bytes};
+        front_cache_pending_room(allocator, NULL, need);
+    }
+    stat_increase(&stats->pending_blocks, blocks);
+    stat_increase(&stats->pending_bytes, bytes);
 }
 
 void epoch_add_pending(struct gpucache_allocator *allocator, struct stream_state *state,
@@ -84,22 +100,11 @@ void epochs_add_synchronous_frees(struct gpucache_allocator *allocator, struct b
     }
 }
 
-/* The blocks of `list` are safe for every stream now; `batch`: the epoch
- * they were, when a lane's (struct epoch). The pending statistics fall once
- * for the whole list. */
-static void free_pending_list(struct gpucache_allocator *allocator, struct block *list,
-                              const struct epoch *batch)
+/* The blocks of `list` are safe for every stream now. The pending
+ * statistics fall once for the whole list: no rise passed their peaks
+ * unseen (pending_increase), so a fall needs no reading first. */
+static void free_pending_list(struct gpucache_allocator *allocator, struct block *list)
 {
-    if (batch != NULL && batch->front != NULL) {
-        if (allocator->observer != NULL)
-            for (struct block *block = list; block != NULL; block = block->list_next)
-                emit_event(allocator, GPUCACHE_EVENT_FREE_COMPLETED, block->address,
-                           block->requested_size, block->stream);
-        front_cache_batch_completed(allocator, batch);
-        front_cache_decrease_pending(allocator, (int64_t)batch->block_count,
-                                     (int64_t)epoch_bytes(batch));
-        return;
-    }
     int64_t blocks = 0;
     int64_t bytes = 0;
     while (list != NULL) {
@@ -116,14 +121,15 @@ static void free_pending_list(struct gpucache_allocator *allocator, struct block
         if (!front_cache_put_after_fence(allocator, block))
             block_becomes_free(allocator, block);
     }
-    front_cache_decrease_pending(allocator, blocks, bytes);
+    stat_decrease(&allocator->stats.pending_blocks, blocks);
+    stat_decrease(&allocator->stats.pending_bytes, bytes);
 }
 
 static void complete_open_epoch(struct gpucache_allocator *allocator, struct stream_state *state)
 {
     struct block *list = state->open.first;
     memset(&state->open, 0, sizeof state->open);
-    free_pending_list(allocator, list, NULL);
+    free_pending_list(allocator, list);
 }
 
 /* Completes the closed epochs of `state` up to and including `through`
@@ -154,7 +160,7 @@ static void complete_epochs_until(struct gpucache_allocator *allocator,
         memset(epoch, 0, sizeof *epoch);
         epoch->next = allocator->spare_epochs;
         allocator->spare_epochs = epoch;
-        free_pending_list(allocator, done.first, &done);
+        free_pending_list(allocator, done.first);
         if (last)
             return;
     }
@@ -236,27 +242,40 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     append_closed(allocator, state, epoch);
 }
 
-/* The blocks a lane freed synchronously wait as an epoch of their own,
- * fenced on every stream now, after all of their frees. */
-bool epochs_fence_lane_batch(struct gpucache_allocator *allocator, struct front_cache *front,
-                             const struct lane_batch *batch)
+bool epochs_add_fenced_batch(struct gpucache_allocator *allocator, const struct front_batch *batch)
 {
-    struct epoch *epoch = fenced_epoch(allocator, &allocator->all_streams);
-    if (epoch == NULL)
+    struct epoch *epoch = allocator->spare_epochs;
+    if (epoch != NULL)
+        allocator->spare_epochs = epoch->next;
+    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
         return false;
-    epoch->last_free = ++allocator->free_sequence;
-    epoch->first = batch->first;
-    epoch->last = batch->last;
-    epoch->block_count = batch->count;
-    epoch->front = front;
-    fenced_batches_add(front, 1);
-    epoch->front_key = batch->key;
-    epoch->front_requested = batch->requested;
+    epoch->fence = batch->fence;
+    epoch->tick = batch->tick;
+    epoch->last_free = batch->last_free;
+    epoch->first = batch->batch.first;
+    epoch->last = batch->batch.last;
+    epoch->block_count = batch->batch.count;
     for (int pool = 0; pool < POOL_COUNT; pool++)
-        epoch->bytes[pool] = batch->bytes[pool];
-    stat_increase(&allocator->stats.pending_blocks, (int64_t)batch->count);
+        epoch->bytes[pool] = batch->batch.bytes[pool];
+    /* The front's ceilings fell by as much first (front_cache.c): within
+     * the peaks, with a front's lock held, so no new sharing. */
+    stat_increase(&allocator->stats.pending_blocks, (int64_t)batch->batch.count);
     stat_increase(&allocator->stats.pending_bytes, (int64_t)epoch_bytes(epoch));
-    append_closed(allocator, &allocator->all_streams, epoch);
+    /* Its lane counted the fence. Recorded without the allocator's lock, it
+     * may be older than the newest epoch listed: the list's order is then
+     * not the order of the records, which wait_for_epoch allows for. */
+    struct stream_state *state = &allocator->all_streams;
+    epoch->next = NULL;
+    if (state->newest != NULL)
+        state->newest->next = epoch;
+    else
+        state->oldest = epoch;
+    state->newest = epoch;
+    state->fenced_tick = max_tick(state->fenced_tick, epoch->tick);
+    __atomic_store_n(&allocator->closed_epoch_count, allocator->closed_epoch_count + 1,
+                     __ATOMIC_RELAXED);
+    for (int pool = 0; pool < POOL_COUNT; pool++)
+        allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
     return true;
 }
 
@@ -341,33 +360,40 @@ void epochs_process_completed(struct gpucache_allocator *allocator)
 static bool wait_for_epoch(struct gpucache_allocator *allocator, struct stream_state *state,
                            struct epoch *epoch)
 {
-    gpucache_result result;
-    DRIVER_CALL(allocator, result, fence_wait, epoch->fence);
+    /* Every older one too: a lane's batch that a flush listed may have
+     * been recorded after an epoch listed before it (epochs_add_fenced_batch),
+     * so one fence's completion does not prove an older one's. A completed
+     * fence's wait returns at once. */
     allocator->stats.num_fence_waits++;
-    if (result != GPUCACHE_SUCCESS)
-        return false;
+    for (struct epoch *older = state->oldest;; older = older->next) {
+        gpucache_result result = GPUCACHE_SUCCESS;
+        if (older->fence != NULL)
+            DRIVER_CALL(allocator, result, fence_wait, older->fence);
+        if (result != GPUCACHE_SUCCESS)
+            return false;
+        if (older == epoch)
+            break;
+    }
     complete_epochs_through(allocator, state, epoch);
     return true;
 }
 
-static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool,
-                                         const struct front_cache *front)
+static struct epoch *first_epoch_holding(struct stream_state *state, enum pool_kind pool)
 {
     for (struct epoch *epoch = state->oldest; epoch != NULL; epoch = epoch->next)
-        if (epoch->bytes[pool] != 0 && (front == NULL || epoch->front == front))
+        if (epoch->bytes[pool] != 0)
             return epoch;
     return NULL;
 }
 
-bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool,
-                        const struct front_cache *front)
+bool epochs_wait_oldest(struct gpucache_allocator *allocator, enum pool_kind pool)
 {
     /* Only epochs of synchronous frees: the program would have waited for
      * those in cuMemFree itself. A stream-ordered free never made it wait. */
     struct stream_state *state = &allocator->all_streams;
     if (allocator->synchronous_closed_bytes[pool] == 0 || driver_capture_active(allocator))
         return false;
-    struct epoch *oldest = first_epoch_holding(state, pool, front);
+    struct epoch *oldest = first_epoch_holding(state, pool);
     return oldest != NULL && wait_for_epoch(allocator, state, oldest);
 }
 
@@ -393,6 +419,7 @@ void epochs_all_work_done(struct gpucache_allocator *allocator, struct gpucache_
     state_work_done(allocator, &allocator->all_streams, since);
     for (size_t i = 0; i < allocator->stream_count; i++)
         state_work_done(allocator, allocator->streams[i], since);
+    front_cache_batches_done(allocator, since.frees);
     allocator->all_completed_tick = max_tick(allocator->all_completed_tick, since.tick);
 }
 
@@ -413,7 +440,7 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
         /* One clearing fence in flight per stream is enough; a retired
          * stream cannot take new fences. */
         if (state->stream == stream || state->stream == STREAM_RETIRED ||
-            state->oldest != NULL || state->fenced_tick == allocator->tick)
+            state->oldest != NULL || state->fenced_tick == allocator_tick(allocator))
             continue;
         struct block *fitting = free_blocks_lower_bound(allocator, pool, state->stream, size);
         if (fitting != NULL && !block_cleared_in(allocator, state, fitting))
@@ -426,7 +453,7 @@ void epochs_request_cross_stream_clearing(struct gpucache_allocator *allocator,
 static bool stream_has_uncleared_blocks(struct gpucache_allocator *allocator,
                                         const struct stream_state *state)
 {
-    if (stream_state_cleared_tick(allocator, state) >= allocator->tick)
+    if (stream_state_cleared_tick(allocator, state) >= allocator_tick(allocator))
         return false;
     return free_blocks_lower_bound(allocator, POOL_SMALL, state->stream, 0) != NULL ||
            free_blocks_lower_bound(allocator, POOL_LARGE, state->stream, 0) != NULL;
@@ -448,7 +475,7 @@ bool epochs_wait_all(struct gpucache_allocator *allocator)
      * not take yet. */
     for (size_t i = 0; i < allocator->stream_count; i++) {
         struct stream_state *state = allocator->streams[i];
-        if (state->stream != STREAM_RETIRED && state->fenced_tick < allocator->tick &&
+        if (state->stream != STREAM_RETIRED && state->fenced_tick < allocator_tick(allocator) &&
             stream_has_uncleared_blocks(allocator, state))
             epoch_close(allocator, state);
     }
@@ -553,7 +580,7 @@ void epochs_retire_stream(struct gpucache_allocator *allocator, gpucache_stream 
     /* The fence after the stream's last work clears everything it touched. */
     if (state != NULL)
         epoch_close(allocator, state);
-    rekey_free_blocks(allocator, stream, allocator->tick);
+    rekey_free_blocks(allocator, stream, allocator_tick(allocator));
     const struct block_map *map = &allocator->allocated;
     for (size_t i = 0; i < map->capacity; i++)
         if (map->slots[i].address != 0 && map->slots[i].block->stream == stream)

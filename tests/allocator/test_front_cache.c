@@ -3,7 +3,10 @@
  * the allocator directly, without the fixture's check after each call (a
  * check merges the fronts back), so blocks really wait in a front when the
  * next call comes. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "allocator_fixture.h"
 
@@ -551,18 +554,25 @@ Test(front_cache, a_lane_frees_synchronously_and_the_block_waits_for_every_strea
     fixture_close(&f);
 }
 
-/* `count` blocks handed out by A's lane, with `spare` more left in A's
- * front (no allocation may miss meanwhile: a miss flushes the fronts). */
-static void hand_out_through_the_lane(struct fixture *f, uint64_t *blocks, int count, int spare)
+/* `count` blocks handed out by the lane of `stream`, with `spare` more left
+ * in its front (no allocation may flush the fronts meanwhile). */
+static void hand_out_on(struct fixture *f, gpucache_stream stream, uint64_t *blocks, int count,
+                        int spare)
 {
     uint64_t all[64];
     cr_assert_leq(count + spare, 64);
     for (int i = 0; i < count + spare; i++)
-        all[i] = raw_alloc(f, 4 * KiB, STREAM_A);
+        all[i] = raw_alloc(f, 4 * KiB, stream);
     for (int i = 0; i < count + spare; i++)
-        raw_free(f, all[i], STREAM_A);
+        raw_free(f, all[i], stream);
     for (int i = 0; i < count; i++)
-        blocks[i] = raw_alloc(f, 4 * KiB, STREAM_A);
+        blocks[i] = raw_alloc(f, 4 * KiB, stream);
+}
+
+/* The same on A. */
+static void hand_out_through_the_lane(struct fixture *f, uint64_t *blocks, int count, int spare)
+{
+    hand_out_on(f, STREAM_A, blocks, count, spare);
 }
 
 Test(front_cache, a_lanes_fenced_batch_waits_for_its_fence_after_a_flush_too)
@@ -1175,4 +1185,179 @@ Test(front_cache, a_miss_whose_fit_another_streams_front_would_merge_flushes_fir
     assert_same_stats(&t, "after the miss beside B's front");
     cr_assert_eq(stats_of(&t.front).allocation[GPUCACHE_STAT_ALL].peak, 11);
     twin_close(&t);
+}
+
+/* A thread's synchronous frees go to the lane of its latest front: a
+ * lookup of `stream`'s front (a free of an address that is nobody's) makes
+ * it that stream's. */
+static void aim_lane_at(struct fixture *f, gpucache_stream stream)
+{
+    cr_assert_eq(gpucache_allocator_free(f->allocator, 512, GPUCACHE_FREE_STREAM_ORDERED, stream),
+                 GPUCACHE_ALLOCATOR_NOT_OURS);
+}
+
+/* Two streams' lanes hold 128 synchronous frees at once; then A's lane
+ * completes its batch by itself, without the allocator's lock. The pending
+ * peaks still read the 128: a lane's frees stay within ceilings whose sum
+ * with the pending values stays within the peaks, and a free past its
+ * ceiling raises the peaks first. */
+Test(front_cache, a_lanes_own_completion_leaves_the_pending_peaks_what_both_lanes_held)
+{
+    struct fixture f;
+    open_held(&f, 1 * GiB);
+    uint64_t a[64], b[64];
+    hand_out_on(&f, STREAM_A, a, 64, 0);
+    hand_out_on(&f, STREAM_B, b, 64, 0);
+    aim_lane_at(&f, STREAM_A);
+    for (int i = 0; i < 64; i++)
+        free_synchronously(&f, a[i]);
+    uint64_t on_a = lane_synchronous_frees(&f);
+    cr_assert_geq(on_a, 32, "A's lane serves the frees it handed out");
+    aim_lane_at(&f, STREAM_B);
+    for (int i = 0; i < 64; i++)
+        free_synchronously(&f, b[i]);
+    cr_assert_geq(lane_synchronous_frees(&f) - on_a, 32, "B's lane serves its frees");
+    gpucache_allocator_sync_point(f.allocator); /* fences both lanes' batches in their fronts */
+    accounting_driver_complete_all(f.driver);
+    uint64_t hits_before, hits, frees;
+    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t again = raw_alloc(&f, 4 * KiB, STREAM_A); /* A's dry slot: its lane completes the batch */
+    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    cr_assert_eq(hits - hits_before, 1, "A's lane served the hit from its completed batch");
+    bool from_batch = false;
+    for (int i = 0; i < 64; i++)
+        from_batch = from_batch || again == a[i];
+    cr_assert(from_batch);
+    struct gpucache_stats stats = stats_of(&f);
+    cr_assert_eq(stats.pending_blocks.peak, 128);
+    cr_assert_eq(stats.pending_bytes.peak, 128 * (int64_t)(4 * KiB));
+    cr_assert_lt(stats.pending_blocks.current, 128, "A's batch completed");
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+struct lane_pairs {
+    struct gpucache_allocator *allocator;
+    int count;
+    int failures;
+    int done; /* atomic */
+    uint64_t addresses[4000];
+};
+
+#define EPOCH_FREES 64 /* a lane's batch */
+
+static int compare_addresses(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static void *run_lane_pairs(void *argument)
+{
+    struct lane_pairs *run = argument;
+    for (int i = 0; i < run->count; i++) {
+        uint64_t address = 0;
+        if (gpucache_allocator_malloc(run->allocator, 4 * KiB, STREAM_A, &address) !=
+                GPUCACHE_SUCCESS ||
+            gpucache_allocator_free(run->allocator, address, GPUCACHE_FREE_SYNCHRONOUS, 0) !=
+                GPUCACHE_SUCCESS)
+            run->failures++;
+        run->addresses[i] = address;
+    }
+    __atomic_store_n(&run->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Threads on different streams share nothing but the driver in a steady
+ * loop of cuMemFree pairs: the lane records its batches' fences and
+ * completes them without the allocator's lock, which another thread holds
+ * here throughout. */
+Test(front_cache, a_lanes_synchronous_pairs_fence_and_complete_without_the_allocators_lock)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    static struct lane_pairs warm, run;
+    warm = (struct lane_pairs){.allocator = f.allocator, .count = 4000};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, run_lane_pairs, &warm), 0);
+    pthread_join(thread, NULL);
+    cr_assert_eq(warm.failures, 0);
+    unsigned long fences = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS);
+    unsigned long queries = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
+    run = (struct lane_pairs){.allocator = f.allocator, .count = 2000};
+    gpucache_allocator_hold_lock(f.allocator, true);
+    cr_assert_eq(pthread_create(&thread, NULL, run_lane_pairs, &run), 0);
+    for (int waited = 0; waited < 10000 && !__atomic_load_n(&run.done, __ATOMIC_ACQUIRE); waited++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    bool done = __atomic_load_n(&run.done, __ATOMIC_ACQUIRE);
+    gpucache_allocator_hold_lock(f.allocator, false);
+    pthread_join(thread, NULL);
+    cr_assert(done, "the pairs waited for the allocator's lock");
+    cr_assert_eq(run.failures, 0);
+    cr_assert_geq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_ALL_STREAMS) - fences, 30,
+                  "2,000 frees fence about 31 batches");
+    cr_assert_geq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY) - queries, 30);
+    /* A dry slot takes the completed batch back at once: the pairs circulate
+     * little more than the batch that waits for its fence. */
+    qsort(run.addresses, (size_t)run.count, sizeof run.addresses[0], compare_addresses);
+    int distinct = 1;
+    for (int i = 1; i < run.count; i++)
+        distinct += run.addresses[i] != run.addresses[i - 1];
+    cr_assert_leq(distinct, 2 * EPOCH_FREES, "%d blocks circulate", distinct);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
+/* A flush lists a lane's fenced batch after an epoch recorded later, so
+ * the list is not in the order of the records: a wait for the batch must
+ * wait for the epochs listed before it too, not take them as done. Here the
+ * small pool's last free blocks are the batch's, and the epoch before it
+ * holds 64 MiB of the large pool, which fills the device. */
+Test(front_cache, a_wait_for_a_flushed_batch_waits_for_the_epochs_listed_before_it)
+{
+    struct fixture f;
+    open_held(&f, 66 * MiB);
+    for (int i = 0; i < 448; i++)
+        raw_alloc(&f, 4 * KiB, STREAM_C); /* all of the small segment but A's */
+    uint64_t large[4];
+    for (int i = 0; i < 4; i++)
+        large[i] = raw_alloc(&f, 16 * MiB, STREAM_C);
+    /* After the misses, which flush the fronts. Only the blocks A's lane
+     * handed out are freed: an ordinary synchronous free would join the
+     * large epoch. */
+    uint64_t a[64];
+    bool handed_out[64];
+    hand_out_on(&f, STREAM_A, a, 0, 64);
+    for (int i = 0; i < 64; i++) {
+        uint64_t hits_before, hits, frees;
+        gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+        a[i] = raw_alloc(&f, 4 * KiB, STREAM_A);
+        gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+        handed_out[i] = hits - hits_before == 1;
+    }
+    aim_lane_at(&f, STREAM_A);
+    int freed = 0;
+    for (int i = 0; i < 64; i++)
+        if (handed_out[i]) {
+            free_synchronously(&f, a[i]);
+            freed++;
+        }
+    cr_assert_geq(freed, 32);
+    cr_assert_eq(lane_synchronous_frees(&f), (uint64_t)freed);
+    gpucache_allocator_sync_point(f.allocator); /* A's batch: fenced in its front */
+    for (int i = 0; i < 4; i++)
+        free_synchronously(&f, large[i]); /* 64 MiB: the ordinary path fences them, later */
+    cr_assert_eq(stats_of(&f).pending_blocks.current, freed + 4, "a flush lists A's batch last");
+    unsigned long waits = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_WAIT);
+    uint64_t small = raw_alloc(&f, 4 * KiB, STREAM_C); /* waits for the small pool's epoch */
+    bool from_batch = false;
+    for (int i = 0; i < 64; i++)
+        from_batch = from_batch || (handed_out[i] && small == a[i]);
+    cr_assert(from_batch, "the batch's blocks serve once its fence completed");
+    unsigned long waited = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_WAIT) - waits;
+    cr_assert_eq(waited, 2,
+                 "%lu waits: the large epoch listed first must be waited for, not taken as done",
+                 waited);
+    fixture_check(&f);
+    fixture_close(&f);
 }
