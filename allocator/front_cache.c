@@ -1011,6 +1011,26 @@ static void batch_to_slots(struct gpucache_allocator *allocator, struct front_ca
     }
 }
 
+/* Completes the front's oldest batch if its fence has; the allocator's lock
+ * held too unless batch_has_slot. */
+static bool complete_oldest_fenced(struct gpucache_allocator *allocator, struct front_cache *front)
+{
+    const struct gpucache_driver *driver = allocator->driver;
+    struct gpucache_fence *fence = front->fenced[front->fenced_oldest].fence;
+    int64_t timer = driver_timer_start();
+    gpucache_result result = driver->fence_query(driver->context, fence);
+    if (result == GPUCACHE_SUCCESS)
+        driver->fence_release(driver->context, fence);
+    front->driver_nanoseconds += monotonic_nanoseconds() - timer;
+    if (result != GPUCACHE_SUCCESS)
+        return false;
+    struct front_batch done = pop_fenced(front);
+    if (done.tick > front->completed_tick)
+        front->completed_tick = done.tick;
+    batch_to_slots(allocator, front, &done.batch);
+    return true;
+}
+
 /* Fences the front's unfenced frees on every stream, as a batch of the
  * front. False when every batch waits already, or no fence could be
  * recorded (a capture, a driver error): the allocator's lock decides then
@@ -1047,28 +1067,16 @@ static bool fence_in_front(struct gpucache_allocator *allocator, struct front_ca
     for (int i = 0; i < 2; i++)
         if (front->pending_waiting[i] > front->pending_most[i])
             front->pending_most[i] = front->pending_waiting[i];
+    /* A slot that never runs dry never asks for its batches: with half of
+     * them waiting, each fence asks for the oldest, so that the last does
+     * not need the allocator's lock. */
+    if (front->fenced_batches >= FRONT_FENCED_BATCHES / 2 &&
+        batch_has_slot(front, &front->fenced[front->fenced_oldest].batch))
+        complete_oldest_fenced(allocator, front);
     return true;
 }
 
-/* Completes the front's oldest batch if its fence has; the allocator's lock
- * held too unless batch_has_slot. */
-static bool complete_oldest_fenced(struct gpucache_allocator *allocator, struct front_cache *front)
-{
-    const struct gpucache_driver *driver = allocator->driver;
-    struct gpucache_fence *fence = front->fenced[front->fenced_oldest].fence;
-    int64_t timer = driver_timer_start();
-    gpucache_result result = driver->fence_query(driver->context, fence);
-    if (result == GPUCACHE_SUCCESS)
-        driver->fence_release(driver->context, fence);
-    front->driver_nanoseconds += monotonic_nanoseconds() - timer;
-    if (result != GPUCACHE_SUCCESS)
-        return false;
-    struct front_batch done = pop_fenced(front);
-    if (done.tick > front->completed_tick)
-        front->completed_tick = done.tick;
-    batch_to_slots(allocator, front, &done.batch);
-    return true;
-}
+
 
 /* The lane's hit from the slot of `rounded | pool`, or LANE_MISS; *dry
  * when the slot had no block (not when its top block is not the lane's to
@@ -1119,21 +1127,15 @@ uint64_t front_lane_take_in(struct gpucache_allocator *allocator, struct front_c
         address = LANE_QUERY_DUE;
         goto done;
     }
-    /* The front's own batches need only its lock. A dry slot asks for the
-     * oldest (below); so do the hits, at their pace, once half of them
-     * wait, since with every one waiting the next fence needs the
-     * allocator's lock. */
-    if (front->fenced_batches >= FRONT_FENCED_BATCHES / 2 &&
-        (front->hits_since_query++ & query_pace(allocator)) == 0 &&
-        batch_has_slot(front, &front->fenced[front->fenced_oldest].batch))
-        complete_oldest_fenced(allocator, front);
     bool dry = true;
     address = lane_hit(allocator, front, stream, size, rounded, pool, &dry);
     if (address == LANE_MISS && dry && front->fenced_batches != 0) {
-        /* A batch of several sizes may need another size's slot merged
-         * back: the ordinary path asks for it then. If the fence has not
-         * completed, the trees serve the miss (malloc_beside_fronts), and
-         * the circulation grows to cover the fences' delay. */
+        /* The front's own batches need only its lock: a dry slot asks for
+         * the oldest. A batch of several sizes may need another size's
+         * slot merged back: the ordinary path asks for it then. If the
+         * fence has not completed, the trees serve the miss
+         * (malloc_beside_fronts), and the circulation grows until dry
+         * slots, and so these queries, are rare. */
         if (!batch_has_slot(front, &front->fenced[front->fenced_oldest].batch))
             address = LANE_QUERY_DUE;
         else if (complete_oldest_fenced(allocator, front))
