@@ -284,6 +284,7 @@ struct front_cache {
     int64_t pending_ceiling[2];
     int64_t pending_most[2];
     int64_t pending_completed[2]; /* completed here: pending's totals, at the flush */
+    bool synchronous; /* given a ceiling since claimed: the flush settles the above */
     /* What its lane's fences owe the statistics and the clearing of every
      * stream (the newest tick a completed batch proves), at the flush. */
     uint64_t epochs_closed;

@@ -239,20 +239,6 @@ static void settle_pair_totals(struct gpucache_allocator *allocator, struct fron
         }
         *pairs = (struct front_pair_totals){0, 0, 0, 0, 0};
     }
-    /* The batches its lane fenced and completed itself. */
-    struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
-    for (int i = 0; i < 2; i++) {
-        pending[i]->allocated += front->pending_completed[i];
-        pending[i]->freed += front->pending_completed[i];
-        front->pending_completed[i] = 0;
-    }
-    stats->num_epochs_closed += front->epochs_closed;
-    stats->driver_nanoseconds += front->driver_nanoseconds;
-    if (front->completed_tick > allocator->all_completed_tick)
-        allocator->all_completed_tick = front->completed_tick;
-    front->epochs_closed = 0;
-    front->driver_nanoseconds = 0;
-    front->completed_tick = 0;
 }
 
 /* A synchronous free the lane deferred becomes an ordinary pending block:
@@ -341,6 +327,39 @@ static struct block *settle_synchronous_frees(struct gpucache_allocator *allocat
     return open;
 }
 
+/* What the front's lane's synchronous frees owe, settled: its batches and
+ * unfenced frees become ordinary epochs and pending blocks (returned for
+ * the open epoch), its fences' totals are added, and its ceilings go. Its
+ * lock held. */
+static struct block *settle_synchronous(struct gpucache_allocator *allocator,
+                                        struct front_cache *front)
+{
+    struct gpucache_stats *stats = &allocator->stats;
+    struct block *unfenced = settle_synchronous_frees(allocator, front);
+    /* The batches its lane fenced and completed itself. */
+    struct gpucache_stat *pending[2] = {&stats->pending_blocks, &stats->pending_bytes};
+    for (int i = 0; i < 2; i++) {
+        pending[i]->allocated += front->pending_completed[i];
+        pending[i]->freed += front->pending_completed[i];
+        front->pending_completed[i] = 0;
+    }
+    stats->num_epochs_closed += front->epochs_closed;
+    stats->driver_nanoseconds += front->driver_nanoseconds;
+    if (front->completed_tick > allocator->all_completed_tick)
+        allocator->all_completed_tick = front->completed_tick;
+    front->epochs_closed = 0;
+    front->driver_nanoseconds = 0;
+    front->completed_tick = 0;
+    /* Its waiting values left with its batches; what is left of its
+     * ceilings is room no one holds. */
+    for (int i = 0; i < 2; i++) {
+        allocator->pending_ceilings[i] -= front->pending_ceiling[i];
+        front->pending_ceiling[i] = front->pending_most[i] = 0;
+    }
+    front->synchronous = false;
+    return unfenced;
+}
+
 /* Empties a front and gives it up; its lock held. Returns its unfenced
  * synchronous frees, for the open epoch. */
 static struct block *release_front_locked(struct gpucache_allocator *allocator,
@@ -348,7 +367,8 @@ static struct block *release_front_locked(struct gpucache_allocator *allocator,
 {
     for (int i = 0; i < FRONT_SIZES; i++)
         release_slot(allocator, front, &front->slots[i]);
-    struct block *unfenced = settle_synchronous_frees(allocator, front);
+    /* Only a front that shared the pending room may hold any. */
+    struct block *unfenced = front->synchronous ? settle_synchronous(allocator, front) : NULL;
     return_handed_out(front);
     settle_pair_totals(allocator, front);
     for (int pool = 0; pool < POOL_COUNT; pool++)
@@ -356,12 +376,6 @@ static struct block *release_front_locked(struct gpucache_allocator *allocator,
             front->allocated_bytes_floor[pool] = front->active_blocks_floor[pool] =
                 front->active_bytes_floor[pool] = 0;
     front->floored = false;
-    /* Its waiting values left with its batches; what is left of its
-     * ceilings is room no one holds. */
-    for (int i = 0; i < 2; i++) {
-        allocator->pending_ceilings[i] -= front->pending_ceiling[i];
-        front->pending_ceiling[i] = front->pending_most[i] = 0;
-    }
     __atomic_store_n(&front->used, false, __ATOMIC_RELAXED);
     front->next_victim = 0;
     front->hits_since_query = 0;
@@ -1379,6 +1393,7 @@ static int64_t share_pending_room(struct gpucache_allocator *allocator, unsigned
                            ? front->pending_most[index] - held
                            : 0;
         front->pending_ceiling[index] = held + want + share;
+        front->synchronous = true;
         ceilings += front->pending_ceiling[index];
     }
     return ceilings;
