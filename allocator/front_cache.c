@@ -5,10 +5,12 @@
  * it is merged back, and everything else merges it back first: a block in a
  * front is never seen by another stream, a walk, a reader or the miss chain.
  *
- * The lanes (front_lane_take, front_lane_put) serve a stream's hits and
- * frees under its front's lock alone, so threads on different streams run
- * them side by side; every other function here runs under the allocator's
- * lock and takes a front's lock around what it changes in the front. */
+ * The lanes (front_lane_take, front_lane_put, front_lane_free_synchronously)
+ * serve a stream's hits and frees under its front's lock alone, so threads
+ * on different streams run them side by side; so do the fences of a lane's
+ * batches of synchronous frees and their completion into its slots. Every
+ * other function here runs under the allocator's lock and takes a front's
+ * lock around what it changes in the front. */
 #include <sched.h>
 
 #include "allocator_internal.h"
