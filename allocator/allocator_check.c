@@ -344,7 +344,19 @@ static bool check_fronts_settled(struct gpucache_allocator *allocator, char *why
                         (long long)front->allocated_blocks[POOL_SMALL],
                         (long long)front->allocated_bytes[POOL_SMALL],
                         (long long)front->requested[POOL_SMALL]);
+        if (front->fenced_batches != 0 || front->pending_waiting[0] != 0 ||
+            front->pending_waiting[1] != 0 || front->pending_ceiling[0] != 0 ||
+            front->pending_ceiling[1] != 0)
+            return fail(why, why_size, "front %d holds pending values after its flush: %u "
+                        "batches, %lld blocks and %lld bytes waiting, ceilings %lld and %lld", i,
+                        front->fenced_batches, (long long)front->pending_waiting[0],
+                        (long long)front->pending_waiting[1], (long long)front->pending_ceiling[0],
+                        (long long)front->pending_ceiling[1]);
     }
+    if (allocator->pending_ceilings[0] != 0 || allocator->pending_ceilings[1] != 0)
+        return fail(why, why_size, "pending ceilings of %lld blocks and %lld bytes after the flush",
+                    (long long)allocator->pending_ceilings[0],
+                    (long long)allocator->pending_ceilings[1]);
     return true;
 }
 
