@@ -1034,7 +1034,10 @@ static bool complete_oldest_fenced(struct gpucache_allocator *allocator, struct 
     const struct gpucache_driver *driver = allocator->driver;
     struct gpucache_fence *fence = front->fenced[front->fenced_oldest].fence;
     int64_t timer = driver_timer_start();
-    gpucache_result result = driver->fence_query(driver->context, fence);
+    /* No queries during a capture, as on the ordinary path. */
+    gpucache_result result = GPUCACHE_ERROR_NOT_READY;
+    if (!driver->capture_active(driver->context, allocator->device))
+        result = driver->fence_query(driver->context, fence);
     if (result == GPUCACHE_SUCCESS)
         driver->fence_release(driver->context, fence);
     front->driver_nanoseconds += monotonic_nanoseconds() - timer;
@@ -1315,6 +1318,8 @@ void front_cache_complete_batches(struct gpucache_allocator *allocator, struct f
 
 bool front_cache_wait_batch(struct gpucache_allocator *allocator, struct front_cache *front)
 {
+    if (driver_capture_active(allocator))
+        return false;
     front_lock(front);
     if (front->fenced_batches == 0) {
         front_unlock(front);

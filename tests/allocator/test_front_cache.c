@@ -805,6 +805,31 @@ Test(front_cache, a_lanes_batch_records_no_fence_during_a_capture)
     fixture_close(&f);
 }
 
+/* A batch fenced before a capture began: the lane whose slot runs dry
+ * during the capture neither queries nor waits for its fence, as the
+ * ordinary path does not; the trees serve meanwhile. */
+Test(front_cache, a_lane_asks_no_fence_during_a_capture)
+{
+    struct fixture f;
+    fixture_start(&f, NULL, 1 * GiB);
+    synchronous_pairs(&f, 2000);
+    gpucache_allocator_synchronized(f.allocator, true, 0);
+    synchronous_pairs(&f, 40);
+    gpucache_allocator_sync_point(f.allocator); /* fences the 40 in A's front */
+    unsigned long queries = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY);
+    unsigned long waits = accounting_driver_calls(f.driver, ACCOUNTING_FENCE_WAIT);
+    uint64_t synchronous = lane_synchronous_frees(&f);
+    accounting_driver_set_capture(f.driver, true);
+    synchronous_pairs(&f, 300); /* A's slot runs dry while the batch waits */
+    cr_assert_gt(lane_synchronous_frees(&f) - synchronous, 0);
+    synchronous_pairs(&f, 2000); /* and then the trees have no fit left */
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_QUERY), queries);
+    cr_assert_eq(accounting_driver_calls(f.driver, ACCOUNTING_FENCE_WAIT), waits);
+    accounting_driver_set_capture(f.driver, false);
+    fixture_check(&f);
+    fixture_close(&f);
+}
+
 /* reuse:conservative and reuse:relaxed keep their own synchronous frees:
  * the lanes leave those to the ordinary path (a synchronize, or reuse at
  * once), and never fence. */
