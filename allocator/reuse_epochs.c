@@ -192,16 +192,25 @@ bool synchronize_device_for_reuse(struct gpucache_allocator *allocator)
 static void append_closed(struct gpucache_allocator *allocator, struct stream_state *state,
                           struct epoch *epoch);
 
+/* An epoch struct, spare or new; NULL without memory. */
+static struct epoch *take_epoch(struct gpucache_allocator *allocator)
+{
+    struct epoch *epoch = allocator->spare_epochs;
+    if (epoch != NULL)
+        allocator->spare_epochs = epoch->next;
+    else
+        epoch = calloc(1, sizeof *epoch);
+    return epoch;
+}
+
 /* An epoch, spare or new, with a fence recorded for `state` (every stream
  * for all_streams) and the tick taken before the record; NULL when no fence
  * could be recorded (a capture, a driver error, no memory). */
 static struct epoch *fenced_epoch(struct gpucache_allocator *allocator,
                                   const struct stream_state *state)
 {
-    struct epoch *epoch = allocator->spare_epochs;
-    if (epoch != NULL)
-        allocator->spare_epochs = epoch->next;
-    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
+    struct epoch *epoch = take_epoch(allocator);
+    if (epoch == NULL)
         return NULL;
     const struct gpucache_driver *driver = allocator->driver;
     gpucache_result result = GPUCACHE_ERROR_NOT_READY;
@@ -242,12 +251,13 @@ void epoch_close(struct gpucache_allocator *allocator, struct stream_state *stat
     append_closed(allocator, state, epoch);
 }
 
+static void list_closed(struct gpucache_allocator *allocator, struct stream_state *state,
+                        struct epoch *epoch);
+
 bool epochs_add_fenced_batch(struct gpucache_allocator *allocator, const struct front_batch *batch)
 {
-    struct epoch *epoch = allocator->spare_epochs;
-    if (epoch != NULL)
-        allocator->spare_epochs = epoch->next;
-    else if ((epoch = calloc(1, sizeof *epoch)) == NULL)
+    struct epoch *epoch = take_epoch(allocator);
+    if (epoch == NULL)
         return false;
     epoch->fence = batch->fence;
     epoch->tick = batch->tick;
@@ -264,7 +274,14 @@ bool epochs_add_fenced_batch(struct gpucache_allocator *allocator, const struct 
     /* Its lane counted the fence. Recorded without the allocator's lock, it
      * may be older than the newest epoch listed: the list's order is then
      * not the order of the records, which wait_for_epoch allows for. */
-    struct stream_state *state = &allocator->all_streams;
+    list_closed(allocator, &allocator->all_streams, epoch);
+    return true;
+}
+
+/* Lists a closed epoch as the newest of `state`. */
+static void list_closed(struct gpucache_allocator *allocator, struct stream_state *state,
+                        struct epoch *epoch)
+{
     epoch->next = NULL;
     if (state->newest != NULL)
         state->newest->next = epoch;
@@ -274,25 +291,14 @@ bool epochs_add_fenced_batch(struct gpucache_allocator *allocator, const struct 
     state->fenced_tick = max_tick(state->fenced_tick, epoch->tick);
     __atomic_store_n(&allocator->closed_epoch_count, allocator->closed_epoch_count + 1,
                      __ATOMIC_RELAXED);
-    for (int pool = 0; pool < POOL_COUNT; pool++)
+    for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
         allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
-    return true;
 }
 
 static void append_closed(struct gpucache_allocator *allocator, struct stream_state *state,
                           struct epoch *epoch)
 {
-    epoch->next = NULL;
-    if (state->newest != NULL)
-        state->newest->next = epoch;
-    else
-        state->oldest = epoch;
-    state->newest = epoch;
-    state->fenced_tick = epoch->tick;
-    __atomic_store_n(&allocator->closed_epoch_count, allocator->closed_epoch_count + 1,
-                     __ATOMIC_RELAXED);
-    for (int pool = 0; pool < POOL_COUNT && state->all_streams; pool++)
-        allocator->synchronous_closed_bytes[pool] += epoch->bytes[pool];
+    list_closed(allocator, state, epoch);
     allocator->stats.num_epochs_closed++;
 }
 
