@@ -448,6 +448,14 @@ static uint64_t lane_synchronous_frees(struct fixture *f)
     return gpucache_allocator_lane_synchronous_frees(f->allocator);
 }
 
+/* How many hits the fronts' lanes served so far. */
+static uint64_t lane_hits(struct fixture *f)
+{
+    uint64_t hits, frees;
+    gpucache_allocator_lane_counts(f->allocator, &hits, &frees);
+    return hits;
+}
+
 static void free_synchronously(struct fixture *f, uint64_t address)
 {
     cr_assert_eq(gpucache_allocator_free(f->allocator, address, GPUCACHE_FREE_SYNCHRONOUS, 0),
@@ -472,15 +480,14 @@ Test(front_cache, a_lane_serves_its_slot_above_blocks_a_fence_freed)
     accounting_driver_complete_all(f.driver);
     /* Due to query: the epoch's blocks fill A's slot of 4 KiB. */
     raw_free(&f, raw_alloc(&f, 8 * KiB, STREAM_A), STREAM_A);
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), fenced[63], "the newest on top");
     raw_free(&f, e, STREAM_A); /* above the other 63 */
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), e);
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "the lane left its front to the ordinary path");
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), fenced[62]);
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    hits_before = lane_hits(&f);
     cr_assert_eq(hits_before, hits, "a lane took a block a fence freed");
     fixture_check(&f);
     fixture_close(&f);
@@ -520,10 +527,9 @@ Test(front_cache, a_miss_beside_its_own_batch_waits_for_that_batch)
     uint64_t got = raw_alloc(&f, 20 * MiB, STREAM_A);
     cr_assert(got == a[0] || got == a[1] || got == a[2] || got == a[3],
               "A's miss was not served from its own batch");
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     raw_alloc(&f, 20 * MiB, STREAM_B);
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "B's front was flushed");
     cr_assert_eq(accounting_driver_used_bytes(f.driver), reserved, "the miss grew");
     fixture_check(&f);
@@ -611,8 +617,7 @@ Test(front_cache, a_lanes_batch_comes_back_to_its_stream_once_its_fence_complete
     struct gpucache_sync_point since = gpucache_allocator_sync_point(f.allocator); /* the fence */
     (void)since;
     accounting_driver_complete_all(f.driver);
-    uint64_t hits_before, hits_after, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     /* The spare first (the top of the slot), then the batch, which the
      * query of the first hit after the fence put back in the front. */
     bool from_batch = false;
@@ -621,7 +626,7 @@ Test(front_cache, a_lanes_batch_comes_back_to_its_stream_once_its_fence_complete
         for (int i = 0; i < COUNT; i++)
             from_batch |= again == blocks[i];
     }
-    gpucache_allocator_lane_counts(f.allocator, &hits_after, &frees);
+    uint64_t hits_after = lane_hits(&f);
     cr_assert(from_batch, "the completed batch waits in stream A's front");
     cr_assert_geq(hits_after - hits_before, 2, "the lane serves the batch's blocks");
     fixture_check(&f);
@@ -884,8 +889,7 @@ Test(front_cache, a_miss_beside_a_lanes_fenced_batch_leaves_the_lane_serving)
     open_held(&f, 1 * GiB);
     uint64_t batch[64];
     int count = fence_a_lanes_batch(&f, batch);
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     for (int round = 0; round < 100; round++) {
         uint64_t a = raw_alloc(&f, 4 * KiB, STREAM_A);
         for (int i = 0; i < 64; i++)
@@ -895,7 +899,7 @@ Test(front_cache, a_miss_beside_a_lanes_fenced_batch_leaves_the_lane_serving)
     cr_assert_eq(lane_synchronous_frees(&f), (uint64_t)count + 100, "a miss flushed A's front");
     /* The lane's own hits stay off while its batches wait: only the trees'
      * blocks serve. */
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits, hits_before);
     cr_assert_eq(reserved(&f), 2 * MiB, "the trees' free blocks serve: nothing grows");
     fixture_check(&f);
@@ -977,11 +981,10 @@ Test(front_cache, synchronous_pairs_on_two_streams_in_turn_stay_on_their_lanes)
     }
     for (int i = 0; i < 4000; i++)
         free_synchronously(&f, raw_alloc(&f, 4 * KiB, streams[i % 2]));
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     for (int i = 0; i < 6400; i++)
         free_synchronously(&f, raw_alloc(&f, 4 * KiB, streams[i % 2]));
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_geq(hits - hits_before, 6000, "%llu of 6400 hits were a lane's",
                   (unsigned long long)(hits - hits_before));
     fixture_check(&f);
@@ -997,11 +1000,10 @@ Test(front_cache, a_miss_on_one_stream_leaves_another_streams_front_serving)
     uint64_t a = raw_alloc(&f, 4 * KiB, STREAM_A);
     raw_free(&f, raw_alloc(&f, 64 * KiB, STREAM_B), STREAM_B); /* carves B's free run */
     raw_free(&f, a, STREAM_A);
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     raw_alloc(&f, 8 * KiB, STREAM_B); /* a miss, served by B's free run */
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), a, "A's front kept its block");
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "A's lane served the hit");
     fixture_check(&f);
     fixture_close(&f);
@@ -1098,11 +1100,10 @@ static void fit_beside_another_front(bool in_slot)
     raw_free(&f, run, STREAM_A);
     gpucache_allocator_synchronized(f.allocator, false, STREAM_A); /* the run is cleared */
     /* A's front holds the run; an 8 KiB miss merges it back and takes it. */
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     cr_assert_eq(raw_alloc(&f, 8 * KiB, STREAM_A), run);
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_B), waiting, "B's front was flushed");
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "B's hit was not its lane's");
     fixture_check(&f);
     fixture_close(&f);
@@ -1181,10 +1182,9 @@ Test(front_cache, the_room_under_the_peaks_goes_to_the_other_fronts_first)
     /* B's slot is dry: the trees serve it beside A's front, which leaves 1
      * block, 4 KiB, of room under the peaks. */
     raw_alloc(&f, 4 * KiB, STREAM_B);
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     cr_assert_eq(raw_alloc(&f, 4 * KiB, STREAM_A), a2);
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "A's hit went to the lock");
     struct gpucache_stats stats = stats_of(&f);
     cr_assert_eq(stats.allocation[GPUCACHE_STAT_ALL].peak, 3);
@@ -1244,10 +1244,9 @@ Test(front_cache, a_lanes_own_completion_leaves_the_pending_peaks_what_both_lane
     cr_assert_geq(lane_synchronous_frees(&f) - on_a, 32, "B's lane serves its frees");
     gpucache_allocator_sync_point(f.allocator); /* fences both lanes' batches in their fronts */
     accounting_driver_complete_all(f.driver);
-    uint64_t hits_before, hits, frees;
-    gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+    uint64_t hits_before = lane_hits(&f);
     uint64_t again = raw_alloc(&f, 4 * KiB, STREAM_A); /* A's dry slot: its lane completes the batch */
-    gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+    uint64_t hits = lane_hits(&f);
     cr_assert_eq(hits - hits_before, 1, "A's lane served the hit from its completed batch");
     bool from_batch = false;
     for (int i = 0; i < 64; i++)
@@ -1354,10 +1353,9 @@ Test(front_cache, a_wait_for_a_flushed_batch_waits_for_the_epochs_listed_before_
     bool handed_out[64];
     hand_out_on(&f, STREAM_A, a, 0, 64);
     for (int i = 0; i < 64; i++) {
-        uint64_t hits_before, hits, frees;
-        gpucache_allocator_lane_counts(f.allocator, &hits_before, &frees);
+        uint64_t hits_before = lane_hits(&f);
         a[i] = raw_alloc(&f, 4 * KiB, STREAM_A);
-        gpucache_allocator_lane_counts(f.allocator, &hits, &frees);
+        uint64_t hits = lane_hits(&f);
         handed_out[i] = hits - hits_before == 1;
     }
     aim_lane_at(&f, STREAM_A);
