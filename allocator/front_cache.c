@@ -289,19 +289,37 @@ static struct front_batch pop_fenced(struct front_cache *front)
     return batch;
 }
 
-/* The front's oldest fenced batch becomes an ordinary epoch of every
- * stream; its lock held. Without an epoch to hold it, its fence goes and
- * its blocks are returned for the open epoch. */
+/* A fenced batch taken out of the front becomes an ordinary epoch of
+ * every stream; the front's lock held. Without an epoch to hold it, its
+ * fence goes and its blocks are returned for the open epoch. */
+static struct block *settle_fenced(struct gpucache_allocator *allocator, struct front_cache *front,
+                                   const struct front_batch *batch)
+{
+    settle_synchronous_list(allocator, front, batch->batch.first);
+    pending_leave_front(allocator, front, &batch->batch);
+    if (epochs_add_fenced_batch(allocator, batch))
+        return NULL;
+    driver_fence_release(allocator, batch->fence);
+    return batch->batch.first;
+}
+
 static struct block *settle_oldest_fenced(struct gpucache_allocator *allocator,
                                           struct front_cache *front)
 {
     struct front_batch batch = pop_fenced(front);
-    settle_synchronous_list(allocator, front, batch.batch.first);
-    pending_leave_front(allocator, front, &batch.batch);
-    if (epochs_add_fenced_batch(allocator, &batch))
-        return NULL;
-    driver_fence_release(allocator, batch.fence);
-    return batch.batch.first;
+    return settle_fenced(allocator, front, &batch);
+}
+
+/* The front's unfenced frees become ordinary pending blocks, returned for
+ * the open epoch; its lock held. */
+static struct block *settle_unfenced(struct gpucache_allocator *allocator,
+                                     struct front_cache *front)
+{
+    struct lane_batch unfenced = front->unfenced;
+    settle_synchronous_list(allocator, front, unfenced.first);
+    pending_leave_front(allocator, front, &unfenced);
+    front->unfenced = (struct lane_batch){0};
+    return unfenced.first;
 }
 
 /* Appends `list` to `*to` (both linked by list_next). */
@@ -321,11 +339,7 @@ static struct block *settle_synchronous_frees(struct gpucache_allocator *allocat
     struct block *open = NULL;
     while (front->fenced_batches != 0)
         append_blocks(&open, settle_oldest_fenced(allocator, front));
-    struct lane_batch unfenced = front->unfenced;
-    settle_synchronous_list(allocator, front, unfenced.first);
-    pending_leave_front(allocator, front, &unfenced);
-    front->unfenced = (struct lane_batch){0};
-    append_blocks(&open, unfenced.first);
+    append_blocks(&open, settle_unfenced(allocator, front));
     return open;
 }
 
@@ -1287,15 +1301,10 @@ void front_cache_fence_batch(struct gpucache_allocator *allocator, struct front_
     if (front->unfenced.first != NULL) {
         if (front->fenced_batches == FRONT_FENCED_BATCHES)
             open = settle_oldest_fenced(allocator, front);
-        if (!fence_in_front(allocator, front)) {
-            /* No fence now (a capture, a driver error): they wait in the
-             * open epoch, as the ordinary path's synchronous frees do. */
-            struct lane_batch unfenced = front->unfenced;
-            settle_synchronous_list(allocator, front, unfenced.first);
-            pending_leave_front(allocator, front, &unfenced);
-            front->unfenced = (struct lane_batch){0};
-            append_blocks(&open, unfenced.first);
-        }
+        /* No fence now (a capture, a driver error): they wait in the open
+         * epoch, as the ordinary path's synchronous frees do. */
+        if (!fence_in_front(allocator, front))
+            append_blocks(&open, settle_unfenced(allocator, front));
     }
     front_unlock(front);
     /* Outside the front's lock: the epochs may share the room again. */
@@ -1340,12 +1349,7 @@ bool front_cache_wait_batch(struct gpucache_allocator *allocator, struct front_c
             front->completed_tick = batch.tick;
         batch_to_slots(allocator, front, &batch.batch);
     } else {
-        settle_synchronous_list(allocator, front, batch.batch.first);
-        pending_leave_front(allocator, front, &batch.batch);
-        if (!epochs_add_fenced_batch(allocator, &batch)) {
-            driver_fence_release(allocator, batch.fence);
-            open = batch.batch.first;
-        }
+        open = settle_fenced(allocator, front, &batch);
     }
     front_unlock(front);
     epochs_add_synchronous_frees(allocator, open);
